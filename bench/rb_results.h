@@ -1,0 +1,80 @@
+/* rb_results.h — the results-storage interface of bench/: the study driver writes
+ * through these calls and never sees HDF5 (the one backend is results_hdf5.c). */
+#ifndef RB_RESULTS_H
+#define RB_RESULTS_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rb_mpi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rb_results rb_results; /* opaque */
+
+/* Every function below is COLLECTIVE over the communicator given at create: all ranks
+ * call it in the same order with the same object paths, names and attribute values
+ * (broadcast strings first). Paths are absolute ("/cases/x/rows/lse"); parent groups
+ * are created as needed. Each returns RB_OK or a negative RB_E code with one line in
+ * err naming the path and the backend's own message. */
+
+/* Create (truncate) the file with the mpio driver. */
+int rb_results_create(rb_results **out, const char *path, MPI_Comm comm, char *err,
+                      size_t errlen);
+
+/* Attributes on an object (group created if missing). Strings are fixed-length,
+ * null-terminated ASCII/UTF-8. */
+int rb_results_attr_str(rb_results *r, const char *obj, const char *name,
+                        const char *value, char *err, size_t errlen);
+int rb_results_attr_f64(rb_results *r, const char *obj, const char *name, double v,
+                        char *err, size_t errlen);
+int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_t v,
+                        char *err, size_t errlen);
+
+/* Dataset whose whole content is held by `root` (others' data pointers ignored):
+ * rank-many dims (1 or 2), float64 or int64. Written collectively (root selects all,
+ * others select none). */
+int rb_results_write_f64(rb_results *r, const char *path, int rank, const int64_t *dims,
+                         const double *data, int root, char *err, size_t errlen);
+int rb_results_write_i64(rb_results *r, const char *path, int rank, const int64_t *dims,
+                         const int64_t *data, int root, char *err, size_t errlen);
+
+/* 1-D dataset of n fixed-length strings held by root. */
+int rb_results_write_strings(rb_results *r, const char *path, int n,
+                             const char *const *strings, int root, char *err,
+                             size_t errlen);
+
+/* Distributed rows: dataset [heads][n_total] (row_len == 0) or
+ * [heads][n_total][row_len] (row_len > 0), where this rank holds the positions given
+ * by runs (local order = increasing global index) for every head; local data is
+ * [heads][n_local] or [heads][n_local][row_len]. Collective write. */
+int rb_results_write_rows_f64(rb_results *r, const char *path, int heads,
+                              int64_t n_total, const rb_shard_run *runs, int nruns,
+                              const double *local, char *err, size_t errlen);
+int rb_results_write_rows_i64(rb_results *r, const char *path, int64_t n_total,
+                              const rb_shard_run *runs, int nruns,
+                              const int64_t *local, char *err, size_t errlen);
+int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
+                              int64_t n_total, int row_len, const rb_shard_run *runs,
+                              int nruns, const float *local, char *err, size_t errlen);
+
+/* Does the object exist? (collective metadata read; 1 yes, 0 no) */
+int rb_results_exists(rb_results *r, const char *path);
+
+/* Push everything written so far to disk (H5Fflush), so that an interruption later
+ * leaves it readable. */
+int rb_results_flush(rb_results *r, char *err, size_t errlen);
+
+/* Close and free (NULL ok). Returns the first error met while closing. */
+int rb_results_close(rb_results *r, char *err, size_t errlen);
+
+/* "1.10.8" etc. of the backend library, for provenance. */
+const char *rb_results_backend_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

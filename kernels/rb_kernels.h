@@ -1,0 +1,195 @@
+/* rb_kernels.h — public interface of kernels/: RoPE schedules, exact phases, RoPE
+ * application, the attention tile and the row-state merge. No MPI, no files. */
+#ifndef RB_KERNELS_H
+#define RB_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------
+ * Error codes shared by every module: 0 is success, negative values are failures.
+ * Functions that can fail also take (char *err, size_t errlen) and write one line
+ * (no trailing newline) naming the offending parameter and the reason.
+ * ------------------------------------------------------------------------------- */
+enum {
+    RB_OK = 0,
+    RB_EINVAL = -1,      /* a parameter is out of range or inconsistent */
+    RB_ENOMEM = -2,      /* allocation failed */
+    RB_EIO = -3,         /* a file could not be read or written */
+    RB_EFORMAT = -4,     /* a file is not in the expected format */
+    RB_EMPI = -5,        /* an MPI call failed */
+    RB_EUNSUPPORTED = -6 /* requested feature/ISA not available here */
+};
+
+/* Write a formatted one-line message into err (if err && errlen), return code. */
+int rb_errf(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---------------------------------------------------------------------------------
+ * RoPE frequency schedules (kernels/ref/rope_schedule.c)
+ * ------------------------------------------------------------------------------- */
+typedef enum {
+    RB_ROPE_NONE = 0,
+    RB_ROPE_PI,          /* HF "linear": inv_freq / factor */
+    RB_ROPE_NTK,         /* NTK-aware static: base * factor^(d/(d-2)) */
+    RB_ROPE_DYNAMIC_NTK, /* HF "dynamic" at seq_len = max(seq_len, original_ctx) */
+    RB_ROPE_YARN,        /* HF "yarn" */
+    RB_ROPE_LLAMA3,      /* HF "llama3" */
+    RB_ROPE_LONGROPE,    /* HF "longrope" */
+    RB_ROPE_COUNT
+} rb_rope_method;
+
+typedef enum { RB_LAYOUT_NEOX = 0, RB_LAYOUT_GPTJ = 1 } rb_rope_layout;
+
+/* Parameters of one schedule. Zero-initialise, then set what applies. */
+typedef struct {
+    rb_rope_method method;
+    int rotary_dim;         /* even, > 0; pairs = rotary_dim / 2 ("dim" in HF) */
+    double base;            /* > 1 */
+    double factor;          /* >= 1 (ignored by none) */
+    int64_t original_ctx;   /* > 0: original_max_position_embeddings */
+    int64_t seq_len;        /* dynamic_ntk / longrope: the case's sequence length */
+    /* yarn */
+    double beta_fast;       /* HF default 32 */
+    double beta_slow;       /* HF default 1 */
+    int truncate;           /* 1 (HF default): floor/ceil the correction range */
+    double mscale;          /* 0 = unset */
+    double mscale_all_dim;  /* 0 = unset */
+    /* yarn, longrope: > 0 explicit attention factor (wins); <= 0 means "auto" */
+    double attention_factor;
+    /* llama3 */
+    double low_freq_factor;  /* HF default 1 */
+    double high_freq_factor; /* HF default 4 */
+    /* longrope: rotary_dim/2 entries each; long used when seq_len > original_ctx */
+    const double *short_factor;
+    const double *long_factor;
+} rb_rope_params;
+
+/* Result of a schedule: what was used to build inv_freq, for the record. */
+typedef struct {
+    double attention_factor; /* multiplies rotated q and k (logits scale by its square) */
+    double base_used;        /* effective base (ntk, dynamic_ntk), else base */
+    double corr_low;         /* yarn correction range (after truncate), else 0 */
+    double corr_high;
+} rb_rope_info;
+
+/* rb_rope_schedule: fill inv_freq[0 .. rotary_dim/2) with the method's inverse
+ * frequencies, exactly as Hugging Face transformers' modeling_rope_utils defines
+ * them but computed in double (HF uses float32 powers). Also reports the attention
+ * factor and the effective base in *info (may be NULL).
+ * Edge cases: rotary_dim odd or <= 0, base <= 1, factor < 1, original_ctx <= 0,
+ * longrope without factor lists, llama3 with high_freq_factor <= low_freq_factor:
+ * RB_EINVAL with a message naming the parameter. factor == 1 is allowed and gives
+ * the unscaled schedule for pi/ntk/yarn/llama3. */
+int rb_rope_schedule(const rb_rope_params *p, double *inv_freq, rb_rope_info *info,
+                     char *err, size_t errlen);
+
+/* Canonical lower-case method name ("none", "pi", "ntk", "dynamic_ntk", "yarn",
+ * "llama3", "longrope") and its inverse (returns -1 for an unknown name). */
+const char *rb_rope_method_name(rb_rope_method m);
+int rb_rope_method_parse(const char *name);
+
+/* ---------------------------------------------------------------------------------
+ * Exact phases (kernels/ref/rope_phase.c)
+ * ------------------------------------------------------------------------------- */
+
+/* rb_rope_phase: the angle pos*inv_freq reduced to [-pi, pi], where the product is
+ * taken exactly (inv_freq as the double it is) and 2*pi is carried in three doubles.
+ * Error: <= 1e-12 rad for 0 <= pos <= 2^40 and 0 < inv_freq <= 1 (tested against
+ * MPFR). pos may be negative. */
+double rb_rope_phase(int64_t pos, double inv_freq);
+
+/* rb_rope_apply: rotate n_rows rows of x in place. Row r lives at x + r*row_stride
+ * (floats), has global position pos[r], head_dim entries; the first rotary_dim
+ * entries are rotated pairwise (layout neox: (i, i+rotary_dim/2), gptj: (2i, 2i+1))
+ * by angle rb_rope_phase(pos[r], inv_freq[i]) and multiplied by attention_factor,
+ * as HF multiplies cos and sin; entries past rotary_dim pass through unchanged.
+ * Arithmetic in double, result rounded to float once. */
+void rb_rope_apply(float *x, int64_t n_rows, size_t row_stride, const int64_t *pos,
+                   const double *inv_freq, int head_dim, int rotary_dim,
+                   rb_rope_layout layout, double attention_factor);
+
+/* ---------------------------------------------------------------------------------
+ * Row state and merge (kernels/ref/attn_ref.c)
+ *
+ * The state of one query row is RB_STATE_STRIDE(d) doubles:
+ *   [0] m   running max of scores seen (-inf if no key seen)
+ *   [1] l   sum exp(s - m)
+ *   [2] u   sum exp(s - m) * (s - m)          (entropy accumulator)
+ *   [3..3+d) acc = sum exp(s - m) * v
+ * lse = m + log l, entropy H = log l - u / l (nats), output = acc / l.
+ * A row that saw no key has m = -inf, l = u = 0, acc = 0.
+ * ------------------------------------------------------------------------------- */
+#define RB_STATE_STRIDE(d) ((size_t)(d) + 3u)
+
+/* Set n_rows states to the empty state (m = -inf, rest 0). */
+void rb_state_init(double *state, int64_t n_rows, int d);
+
+/* rb_state_merge: dst[r] <- merge(dst[r], src[r]) for every row. Rescales both by
+ * exp(m_i - max(m_a, m_b)); u picks up the shift l_i*(m_i - M). A side with m = -inf
+ * contributes nothing (no NaN). Associative and commutative up to rounding. */
+void rb_state_merge(double *dst, const double *src, int64_t n_rows, int d);
+
+/* rb_state_finalize: per row, lse (may be NULL), entropy (NULL ok) and out[d]
+ * (NULL ok). A row that saw no key gets lse = -inf, entropy = 0, out = 0. */
+void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
+                       double *entropy, double *out);
+
+/* ---------------------------------------------------------------------------------
+ * Attention tile
+ * ------------------------------------------------------------------------------- */
+
+/* Signature of every tile kernel.
+ * Inputs: nq rotated query rows q[nq][d] with positions q_pos[nq]; nk rotated key and
+ * value rows k[nk][d], v[nk][d] with positions k_pos[nk]. Key n is visible to query m
+ * iff k_pos[n] <= q_pos[m]. Scores s = scale * <q_m, k_n>.
+ * Effect: state[m] (RB_STATE_STRIDE(d) doubles each) is updated as if every visible
+ * key had been appended to the row's online softmax; invisible keys change nothing.
+ * A whole tile with min k_pos > max q_pos is skipped; one with max k_pos <= min q_pos
+ * takes the unmasked path. Positions need not be sorted or contiguous.
+ * nq == 0 or nk == 0 is a no-op. Returns 0, or RB_ENOMEM. */
+typedef int (*rb_attn_tile_fn)(const float *q, const int64_t *q_pos, int64_t nq,
+                               const float *k, const float *v, const int64_t *k_pos,
+                               int64_t nk, int d, double scale, double *state);
+
+/* The portable reference: scores in double, per-row two-pass softmax over the
+ * visible keys of the tile, then merged into state. */
+int rb_attn_tile_ref(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                     const float *v, const int64_t *k_pos, int64_t nk, int d,
+                     double scale, double *state);
+
+/* ---------------------------------------------------------------------------------
+ * Kernel dispatch (kernels/dispatch.c)
+ * ------------------------------------------------------------------------------- */
+typedef struct {
+    char vendor[16];
+    char model[64];     /* brand string, trimmed */
+    int avx2, fma;
+    int avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16;
+    int os_zmm;         /* XCR0 has opmask, ZMM_Hi256 and Hi16_ZMM state enabled */
+} rb_cpu_info;
+
+/* Fill *ci from cpuid + xgetbv. Never fails; unknown fields stay 0. */
+void rb_cpu_detect(rb_cpu_info *ci);
+
+typedef struct {
+    const char *name;        /* "ref", "avx512", ... as recorded in results */
+    rb_attn_tile_fn tile;
+} rb_kernel_ops;
+
+/* rb_kernels_select: choose the tile kernel. override is the value of ROPEBENCH_ISA
+ * (NULL or "" = best available). Known names: ref, blas, avx512, avx512_bf16.
+ * An unknown name, or one not built / not supported by this CPU, is RB_EUNSUPPORTED
+ * with a message that lists what is available. *reason (may be NULL) receives a
+ * short static string explaining the choice, for the log. */
+int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,
+                      char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,133 @@
+/* rb_mpi.h — public interface of mpi/: sharding layouts, ring attention, probe rows
+ * reduced with a merge MPI_Op, and hwloc topology/binding collection. No HDF5. */
+#ifndef RB_MPI_H
+#define RB_MPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rb_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------
+ * Sharding layouts (mpi/shard.c): pure functions, no communication.
+ *   contiguous: rank r holds [r*L/N, (r+1)*L/N)                 needs L % N == 0
+ *   zigzag:     2N chunks of c = L/(2N); rank r holds chunks r and 2N-1-r
+ *                                                               needs L % (2N) == 0
+ *   striped:    rank r holds positions r, r+N, r+2N, ...        needs L % N == 0
+ * Local index order is always increasing global position.
+ * ------------------------------------------------------------------------------- */
+typedef enum {
+    RB_SHARD_CONTIGUOUS = 0,
+    RB_SHARD_ZIGZAG = 1,
+    RB_SHARD_STRIPED = 2
+} rb_shard_layout;
+
+/* A run of global positions: start, start+stride, ..., count of them. */
+typedef struct {
+    int64_t start, stride, count;
+} rb_shard_run;
+
+#define RB_SHARD_MAX_RUNS 2
+
+const char *rb_shard_layout_name(rb_shard_layout s);
+int rb_shard_layout_parse(const char *name); /* -1 if unknown */
+
+/* Multiple of which L must be for this layout and rank count (N or 2N). */
+int64_t rb_shard_multiple(rb_shard_layout s, int nranks);
+
+/* RB_OK if (L, nranks) is valid for the layout, else RB_EINVAL with a message
+ * "seq_len L is not a multiple of M required by <layout> on N ranks". */
+int rb_shard_check(rb_shard_layout s, int64_t L, int nranks, char *err, size_t errlen);
+
+/* Rows held by each rank (L / N for every layout). */
+int64_t rb_shard_local_count(rb_shard_layout s, int64_t L, int nranks);
+
+/* Global position of local index i on rank r (0 <= i < local_count). */
+int64_t rb_shard_global(rb_shard_layout s, int64_t L, int nranks, int rank, int64_t i);
+
+/* Owner rank and local index of global position g (0 <= g < L). */
+void rb_shard_owner(rb_shard_layout s, int64_t L, int nranks, int64_t g, int *rank,
+                    int64_t *local);
+
+/* Rank r's positions as at most RB_SHARD_MAX_RUNS runs, in local order; returns the
+ * number of runs. */
+int rb_shard_runs(rb_shard_layout s, int64_t L, int nranks, int rank,
+                  rb_shard_run runs[RB_SHARD_MAX_RUNS]);
+
+/* ---------------------------------------------------------------------------------
+ * Timings of one distributed attention call, seconds, this rank.
+ * ------------------------------------------------------------------------------- */
+typedef struct {
+    double compute_s;   /* inside tile kernels */
+    double comm_wait_s; /* blocked in sends/receives/reductions */
+    double merge_s;     /* merging row states */
+    double total_s;     /* wall time of the whole call */
+} rb_timing;
+
+/* Optional progress callback: called on every rank after each ring step / reduction
+ * with (step done, steps total, user). May be NULL. */
+typedef void (*rb_progress_fn)(int step, int nsteps, void *user);
+
+/* rb_ring_attention: causal attention of this rank's query rows against every rank's
+ * keys. Collective over comm; every rank passes the same nk (shards are equal).
+ * q[nq][d], q_pos: this rank's rotated queries; k, v [nk][d], k_pos: this rank's
+ * rotated keys/values. The K/V/position block travels around the ring (step s
+ * computes against the block that started on rank (rank - s) mod N); each step's
+ * tile result goes into a fresh state that is merged into `state`
+ * (nq * RB_STATE_STRIDE(d) doubles, initialised here). Blocking Sendrecv.
+ * Returns RB_OK, RB_ENOMEM or RB_EMPI (message in err). */
+int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
+                      const int64_t *q_pos, int64_t nq, const float *k, const float *v,
+                      const int64_t *k_pos, int64_t nk, int d, double scale,
+                      double *state, rb_timing *t, rb_progress_fn progress,
+                      void *progress_user, char *err, size_t errlen);
+
+/* rb_probe_attention: every rank passes the same nq probe query rows (rotated, with
+ * positions) and its own keys; each computes partial states against its keys, and
+ * the states are combined on `root` by MPI_Reduce with the merge MPI_Op. On root,
+ * state (nq * RB_STATE_STRIDE(d) doubles) receives the exact row states; on other
+ * ranks it is scratch. Collective. */
+int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
+                       const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                       const float *v, const int64_t *k_pos, int64_t nk, int d,
+                       double scale, double *state, rb_timing *t, char *err,
+                       size_t errlen);
+
+/* Create the MPI datatype of one row state (RB_STATE_STRIDE(d) doubles, contiguous)
+ * and the commutative merge MPI_Op that applies rb_state_merge; free both with
+ * rb_mpi_merge_free. The op reads d back from the datatype's size. */
+int rb_mpi_merge_create(int d, MPI_Datatype *type, MPI_Op *op);
+void rb_mpi_merge_free(MPI_Datatype *type, MPI_Op *op);
+
+/* ---------------------------------------------------------------------------------
+ * Topology (mpi/topo.c, hwloc)
+ * ------------------------------------------------------------------------------- */
+typedef struct {
+    int nranks;
+    int nhosts;
+    char **rank_host;     /* [nranks] hostname of each rank (same on every rank) */
+    char **rank_binding;  /* [nranks] "cpuset 0x3 = PU 0-1" style binding summary */
+    char **host_name;     /* [nhosts] distinct hosts, in order of first rank */
+    char **host_xml;      /* [nhosts] hwloc XML topology of each host */
+    char hwloc_version[32];
+    char summary[256];    /* this host: "1 package, 2 cores, 2 PUs, L3 32 MiB" */
+} rb_topo;
+
+/* Collective: gather hostnames and bindings from every rank, export the hwloc XML on
+ * the first rank of each host; every rank ends with identical contents (XML and
+ * strings broadcast), as HDF5 attribute/object creation needs. */
+int rb_topo_collect(MPI_Comm comm, rb_topo *t, char *err, size_t errlen);
+void rb_topo_free(rb_topo *t);
+
+/* Non-collective local summary for `ropebench info` (no MPI needed). */
+int rb_topo_local_summary(char *buf, size_t len, char *binding, size_t blen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
