@@ -1,0 +1,115 @@
+/* philox.c — counter-based dataset generation: Philox4x32-10 + Box-Muller (gaussian, needle). */
+#include "rb_datasets.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <Random123/philox.h>
+
+#include "rb_kernels.h"
+
+static const char *const kind_names[] = {"gaussian", "needle"};
+
+/* Canonical name of a dataset kind; "unknown" for a value outside the enum. */
+const char *rb_dataset_kind_name(rb_dataset_kind k)
+{
+    if ((int)k < 0 || (int)k >= (int)(sizeof kind_names / sizeof kind_names[0]))
+        return "unknown";
+    return kind_names[k];
+}
+
+/* Inverse of rb_dataset_kind_name (exact, case-sensitive); -1 for NULL or unknown. */
+int rb_dataset_kind_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
+        if (strcmp(name, kind_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Uniform in (0, 1]: (x + 1) / 2^32, exact in double. Never 0, so log() is finite. */
+static double u01_open_closed(uint32_t x)
+{
+    return ((double)x + 1.0) * (1.0 / 4294967296.0);
+}
+
+/* One gaussian row of head_dim values for (seed, tensor, head, pos): dims 4j..4j+3 come
+ * from the Philox block with counter word 3 = j; Box-Muller turns (x0, x1) into dims
+ * 4j, 4j+1 and (x2, x3) into dims 4j+2, 4j+3 (radius from the first word of the pair,
+ * angle from the second). head_dim is even, so a trailing half block uses one pair. */
+static void gaussian_row(uint64_t seed, rb_tensor t, int head, int64_t pos, int head_dim,
+                         float *row)
+{
+    const double two_pi = 6.283185307179586476925286766559;
+    philox4x32_key_t key = {{(uint32_t)seed, (uint32_t)(seed >> 32)}};
+    philox4x32_ctr_t ctr = {{(uint32_t)(uint64_t)pos, (uint32_t)((uint64_t)pos >> 32),
+                             ((uint32_t)t << 16) | (uint32_t)head, 0}};
+    for (int i = 0; i < head_dim; i += 4) {
+        ctr.v[3] = (uint32_t)(i / 4);
+        philox4x32_ctr_t r = philox4x32(ctr, key);
+        for (int p = 0; p < 2 && i + 2 * p < head_dim; p++) {
+            double rad = sqrt(-2.0 * log(u01_open_closed(r.v[2 * p])));
+            double ang = two_pi * u01_open_closed(r.v[2 * p + 1]);
+            row[i + 2 * p] = (float)(rad * cos(ang));
+            row[i + 2 * p + 1] = (float)(rad * sin(ang));
+        }
+    }
+}
+
+/* Contract in rb_datasets.h. Needle rows are computed from the aligned query row, so a
+ * shard needs no other rank's data. */
+int rb_dataset_fill(const rb_dataset *ds, rb_tensor t, int head, const int64_t *pos,
+                    int64_t n, float *out, char *err, size_t errlen)
+{
+    if (!ds)
+        return rb_errf(err, errlen, RB_EINVAL, "dataset: no dataset description given");
+    if (ds->kind != RB_DATA_GAUSSIAN && ds->kind != RB_DATA_NEEDLE)
+        return rb_errf(err, errlen, RB_EINVAL, "dataset: unknown kind %d", (int)ds->kind);
+    if (ds->head_dim <= 0 || ds->head_dim % 2 != 0)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "dataset: head_dim %d must be positive and even", ds->head_dim);
+    if (t != RB_TENSOR_Q && t != RB_TENSOR_K && t != RB_TENSOR_V)
+        return rb_errf(err, errlen, RB_EINVAL, "dataset: unknown tensor %d", (int)t);
+    if (head < 0 || head > 65535)
+        return rb_errf(err, errlen, RB_EINVAL, "dataset: head %d outside [0, 65535]", head);
+    if (n < 0 || (n > 0 && (!pos || !out)))
+        return rb_errf(err, errlen, RB_EINVAL, "dataset: bad row count %lld or NULL buffer",
+                       (long long)n);
+    if (ds->kind == RB_DATA_NEEDLE) {
+        if (ds->n_needles < 0 || ds->n_needles > RB_NEEDLE_MAX)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "dataset: n_needles %d outside [0, %d]", ds->n_needles,
+                           RB_NEEDLE_MAX);
+        for (int i = 0; i < ds->n_needles; i++)
+            if (ds->needle_pos[i] < 0 || ds->query_pos[i] < 0)
+                return rb_errf(err, errlen, RB_EINVAL,
+                               "dataset: needle %d has negative position (key %lld, "
+                               "query %lld)", i, (long long)ds->needle_pos[i],
+                               (long long)ds->query_pos[i]);
+    }
+    for (int64_t r = 0; r < n; r++)
+        if (pos[r] < 0)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "dataset: negative position %lld at row %lld",
+                           (long long)pos[r], (long long)r);
+
+    const int d = ds->head_dim;
+    for (int64_t r = 0; r < n; r++) {
+        float *row = out + (size_t)r * (size_t)d;
+        int needle = -1;
+        if (ds->kind == RB_DATA_NEEDLE && t == RB_TENSOR_K)
+            for (int i = 0; i < ds->n_needles; i++)
+                if (ds->needle_pos[i] == pos[r])
+                    needle = i; /* the later needle wins */
+        if (needle < 0) {
+            gaussian_row(ds->seed, t, head, pos[r], d, row);
+        } else {
+            gaussian_row(ds->seed, RB_TENSOR_Q, head, ds->query_pos[needle], d, row);
+            for (int i = 0; i < d; i++)
+                row[i] = (float)(ds->strength * (double)row[i]);
+        }
+    }
+    return RB_OK;
+}
