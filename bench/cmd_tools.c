@@ -1,0 +1,275 @@
+/* cmd_tools.c — the small subcommands: `freqs` (one schedule's frequency table),
+ * `info` (CPU features, kernel choice, topology, versions) and `report`. */
+#include <getopt.h>
+#include <hwloc.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rb_bench.h"
+#include "rb_build.h"
+#include "rb_reports.h"
+#include "rb_results.h"
+
+extern char *openblas_get_config(void);
+
+/* ---- freqs ------------------------------------------------------------------------- */
+
+static void freqs_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ropebench freqs --method M [options]\n"
+            "\n"
+            "Print the frequency table of one RoPE schedule: pair, inv_freq, wavelength,\n"
+            "ratio to the unscaled schedule.\n"
+            "\n"
+            "options (each is a shortcut for a config key; see docs/config.md):\n"
+            "  -m, --method M         none|pi|ntk|dynamic_ntk|yarn|llama3|longrope\n"
+            "  -f, --factor F         scaling.factor\n"
+            "      --head-dim D       model.head_dim\n"
+            "      --rotary-dim R     model.rotary_dim\n"
+            "      --base B           model.base\n"
+            "      --original-ctx N   model.original_ctx\n"
+            "      --seq-len N        sequence length (dynamic_ntk, longrope); default\n"
+            "                         original_ctx * factor\n"
+            "  -c, --config FILE      take the other keys from a study file\n"
+            "  -s, --set SEC.KEY=VAL  any other key (repeatable)\n"
+            "  -h, --help, --version\n");
+}
+
+int rb_cmd_freqs(int argc, char **argv)
+{
+    enum { O_HD = 256, O_RD, O_BASE, O_OC, O_SL, O_VER };
+    static const struct option opts[] = {
+        {"method", required_argument, 0, 'm'},   {"factor", required_argument, 0, 'f'},
+        {"head-dim", required_argument, 0, O_HD}, {"rotary-dim", required_argument, 0, O_RD},
+        {"base", required_argument, 0, O_BASE},  {"original-ctx", required_argument, 0, O_OC},
+        {"seq-len", required_argument, 0, O_SL}, {"config", required_argument, 0, 'c'},
+        {"set", required_argument, 0, 's'},      {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VER},      {0, 0, 0, 0}};
+    char **sets = calloc((size_t)argc * 2 + 2, sizeof *sets);
+    char **owned = calloc((size_t)argc * 2 + 2, sizeof *owned);
+    const char *cfg_path = NULL, *method = NULL, *seq = NULL;
+    int n_sets = 0, n_owned = 0, opt, code = 0;
+    rb_config cfg;
+    int have_cfg = 0;
+    char err[512];
+    if (!sets || !owned) {
+        code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (opt) {
+        case 'm': method = optarg; break;
+        case 'f': key = "scaling.factor"; break;
+        case O_HD: key = "model.head_dim"; break;
+        case O_RD: key = "model.rotary_dim"; break;
+        case O_BASE: key = "model.base"; break;
+        case O_OC: key = "model.original_ctx"; break;
+        case O_SL: seq = optarg; break;
+        case 'c': cfg_path = optarg; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case 'h': freqs_usage(stdout); goto cleanup;
+        case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
+        case ':':
+            fprintf(stderr, "ropebench: freqs: option %s needs a value\n", argv[optind - 1]);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        default:
+            fprintf(stderr, "ropebench: freqs: unknown option '%s' (see ropebench freqs --help)\n",
+                    argv[optind - 1]);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
+        if (key) {
+            size_t len = strlen(key) + strlen(optarg) + 2;
+            char *s = malloc(len);
+            if (!s) { code = RB_EXIT_FAIL; goto cleanup; }
+            snprintf(s, len, "%s=%s", key, optarg);
+            owned[n_owned++] = s;
+            sets[n_sets++] = s;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ropebench: freqs: unexpected argument '%s'\n", argv[optind]);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (!method) {
+        fprintf(stderr, "ropebench: freqs: --method is required (none, pi, ntk, dynamic_ntk, "
+                        "yarn, llama3, longrope)\n");
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    {
+        size_t len = strlen(method) + 32;
+        char *s = malloc(len);
+        if (!s) { code = RB_EXIT_FAIL; goto cleanup; }
+        snprintf(s, len, "scaling.methods=%s", method);
+        owned[n_owned++] = s;
+        sets[n_sets++] = s;
+    }
+    if (rb_config_load(&cfg, cfg_path, sets, n_sets, err, sizeof err)) {
+        fprintf(stderr, "ropebench: %s\n", err);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    have_cfg = 1;
+    if (cfg.n_methods != 1) {
+        fprintf(stderr, "ropebench: freqs: --method takes one method, got %d\n", cfg.n_methods);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    int64_t L = (int64_t)llround((double)cfg.original_ctx * cfg.factor);
+    if (seq) {
+        char *end = NULL;
+        long long v = strtoll(seq, &end, 10);
+        if (!*seq || *end || v < 1) {
+            fprintf(stderr, "ropebench: freqs: --seq-len '%s': not a positive integer\n", seq);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
+        L = v;
+    }
+    rb_rope_params p;
+    rb_rope_info info, binfo;
+    double inv[512], base_inv[512];
+    rb_config_rope_params(&cfg, cfg.methods[0], L, &p);
+    if (rb_rope_schedule(&p, inv, &info, err, sizeof err)) {
+        fprintf(stderr, "ropebench: %s\n", err);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    rb_config_rope_params(&cfg, RB_ROPE_NONE, L, &p);
+    if (rb_rope_schedule(&p, base_inv, &binfo, err, sizeof err)) {
+        fprintf(stderr, "ropebench: %s\n", err);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    printf("# ropebench freqs: method %s, factor %g, head_dim %d, rotary_dim %d, base %g, "
+           "original_ctx %lld, seq_len %lld\n",
+           rb_rope_method_name(cfg.methods[0]), cfg.factor, cfg.head_dim, cfg.rotary_dim,
+           cfg.base, (long long)cfg.original_ctx, (long long)L);
+    printf("# base_used %.10g, attention_factor %.10g", info.base_used, info.attention_factor);
+    if (cfg.methods[0] == RB_ROPE_YARN)
+        printf(", correction range [%g, %g]", info.corr_low, info.corr_high);
+    printf("\n# %4s %22s %22s %16s\n", "pair", "inv_freq[rad/token]", "wavelength[tokens]",
+           "ratio_to_base");
+    for (int j = 0; j < cfg.rotary_dim / 2; j++)
+        printf("%6d %22.15e %22.15e %16.10f\n", j, inv[j], 2 * M_PI / inv[j],
+               inv[j] / base_inv[j]);
+cleanup:
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(owned);
+    free(sets);
+    if (have_cfg) rb_config_free(&cfg);
+    return code;
+}
+
+/* ---- info ---------------------------------------------------------------------------- */
+
+int rb_cmd_info(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+            printf("usage: ropebench info\n\nPrint the detected CPU features, the kernel "
+                   "that would run (ROPEBENCH_ISA\noverrides), this host's hwloc topology "
+                   "and binding, and library versions.\n");
+            return 0;
+        }
+        if (!strcmp(argv[1], "--version")) {
+            printf("%s\n", rb_version_string());
+            return 0;
+        }
+        fprintf(stderr, "ropebench: info: unexpected argument '%s'\n", argv[1]);
+        return RB_EXIT_USAGE;
+    }
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    printf("# ropebench info\n");
+    printf("%-22s %s\n", "version", rb_version_string());
+    printf("%-22s %s\n", "cpu", ci.model);
+    printf("%-22s avx2=%d fma=%d avx512f=%d avx512bw=%d avx512vl=%d avx512dq=%d "
+           "avx512_bf16=%d os_zmm_state=%d\n",
+           "cpu_features", ci.avx2, ci.fma, ci.avx512f, ci.avx512bw, ci.avx512vl,
+           ci.avx512dq, ci.avx512_bf16, ci.os_zmm);
+    rb_kernel_ops ops;
+    const char *why = NULL, *isa = getenv("ROPEBENCH_ISA");
+    char err[512];
+    int code = 0;
+    if (rb_kernels_select(isa, &ops, &why, err, sizeof err) == RB_OK)
+        printf("%-22s %s (%s)\n", "kernel", ops.name, why ? why : "");
+    else {
+        printf("%-22s none: %s\n", "kernel", err);
+        code = RB_EXIT_USAGE;
+    }
+    printf("%-22s %s\n", "ROPEBENCH_ISA", isa ? isa : "(unset)");
+    char topo[256], bind[256];
+    if (rb_topo_local_summary(topo, sizeof topo, bind, sizeof bind) == RB_OK) {
+        printf("%-22s %s\n", "topology", topo);
+        printf("%-22s %s\n", "binding", bind);
+    }
+    char mpiv[MPI_MAX_LIBRARY_VERSION_STRING];
+    int l = 0;
+    MPI_Get_library_version(mpiv, &l);
+    char *nl = strchr(mpiv, '\n');
+    if (nl) *nl = '\0';
+    unsigned hv = hwloc_get_api_version();
+    printf("%-22s %s\n", "mpi", mpiv);
+    printf("%-22s %s\n", "hdf5", rb_results_backend_version());
+    printf("%-22s %u.%u.%u\n", "hwloc", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
+    printf("%-22s %s\n", "openblas", openblas_get_config());
+    printf("%-22s %s\n", "compiler", RB_COMPILER);
+    printf("%-22s %s\n", "cflags", RB_CFLAGS);
+    return code;
+}
+
+/* ---- report ---------------------------------------------------------------------------- */
+
+int rb_cmd_report(int argc, char **argv)
+{
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {0, 0, 0, 0}};
+    const char *out = "report", *in = NULL;
+    int opt;
+    char err[1024];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'o': out = optarg; break;
+        case 'h':
+            printf("usage: ropebench report RESULTS.h5 [-o DIR]\n\nRead a results file "
+                   "(only the file) and write DIR/report.md, DIR/report.html\n(self-contained) "
+                   "and the plots as SVG (gnuplot). DIR defaults to ./report.\n");
+            return 0;
+        case 'V': printf("%s\n", rb_version_string()); return 0;
+        case ':':
+            fprintf(stderr, "ropebench: report: option %s needs a value\n", argv[optind - 1]);
+            return RB_EXIT_USAGE;
+        default:
+            fprintf(stderr, "ropebench: report: unknown option '%s'\n", argv[optind - 1]);
+            return RB_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "ropebench: report: expected one results file (ropebench report "
+                        "RESULTS.h5 [-o DIR])\n");
+        return RB_EXIT_USAGE;
+    }
+    in = argv[optind];
+    int rc = rb_report_write(in, out, err, sizeof err);
+    if (rc != RB_OK) {
+        fprintf(stderr, "ropebench: %s\n", err);
+        return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
+    }
+    printf("%s/report.md\n%s/report.html\n", out, out);
+    return 0;
+}

@@ -1,0 +1,721 @@
+/* config.c — study configuration: the key table, INI parsing (libinih), --set
+ * overrides, typed validation with one-line errors, and the resolved INI text. */
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rb_bench.h"
+
+/* Every key ropebench knows, with its default. The embedded default study is exactly
+ * these defaults; docs/config.md documents each one. */
+typedef struct {
+    const char *section, *key, *def;
+} rb_key;
+
+static const rb_key RB_KEYS[] = {
+    {"model", "head_dim", "128"},
+    {"model", "rotary_dim", "auto"},
+    {"model", "base", "10000"},
+    {"model", "original_ctx", "4096"},
+    {"model", "layout", "neox"},
+    {"scaling", "methods", "none,pi,ntk,dynamic_ntk,yarn,llama3"},
+    {"scaling", "factor", "8"},
+    {"scaling", "beta_fast", "32"},
+    {"scaling", "beta_slow", "1"},
+    {"scaling", "truncate", "true"},
+    {"scaling", "mscale", "unset"},
+    {"scaling", "mscale_all_dim", "unset"},
+    {"scaling", "attention_factor", "auto"},
+    {"scaling", "low_freq_factor", "1"},
+    {"scaling", "high_freq_factor", "4"},
+    {"scaling", "short_factor", ""},
+    {"scaling", "long_factor", ""},
+    {"study", "seq_lens", "4096,8192"},
+    {"study", "probe_seq_lens", "1048576"},
+    {"study", "modes", "full,probe"},
+    {"study", "heads", "1"},
+    {"study", "datasets", "gaussian,needle"},
+    {"study", "seed", "20261129"},
+    {"study", "probe_rows", "128"},
+    {"study", "probe_positions", ""},
+    {"study", "shard_layout", "zigzag"},
+    {"study", "dtype", "fp32"},
+    {"study", "memory_limit_gib", "auto"},
+    {"needle", "positions", "-2,-17,-129,-1025,-4001"},
+    {"needle", "query_positions", "-1,-1,-1,-1,-1"},
+    {"needle", "strength", "1.0"},
+};
+#define RB_NKEYS ((int)(sizeof RB_KEYS / sizeof RB_KEYS[0]))
+
+typedef struct {
+    const char *file;
+    char *val[RB_NKEYS];
+    int seen[RB_NKEYS];
+    char *err;
+    size_t errlen;
+    int failed;
+} rb_ini_ctx;
+
+static int key_index(const char *section, const char *key)
+{
+    for (int i = 0; i < RB_NKEYS; i++)
+        if (strcmp(RB_KEYS[i].section, section) == 0 && strcmp(RB_KEYS[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+static int section_known(const char *section)
+{
+    for (int i = 0; i < RB_NKEYS; i++)
+        if (strcmp(RB_KEYS[i].section, section) == 0) return 1;
+    return 0;
+}
+
+static int set_value(char **slot, const char *v)
+{
+    char *dup = strdup(v);
+    if (!dup) return RB_ENOMEM;
+    free(*slot);
+    *slot = dup;
+    return RB_OK;
+}
+
+/* inih callback: one (section, key, value); returns 0 to stop on the first error. */
+static int config_on_key(void *user, const char *section, const char *name,
+                       const char *value)
+{
+    rb_ini_ctx *c = user;
+    if (c->failed) return 0;
+    if (!name) return 1; /* section header alone */
+    int i = key_index(section, name);
+    if (i < 0) {
+        if (!section_known(section))
+            rb_errf(c->err, c->errlen, RB_EINVAL, "%s: unknown section [%s] (key %s)",
+                    c->file, section, name);
+        else
+            rb_errf(c->err, c->errlen, RB_EINVAL, "%s: unknown key %s.%s", c->file,
+                    section, name);
+        c->failed = 1;
+        return 0;
+    }
+    if (c->seen[i]) {
+        rb_errf(c->err, c->errlen, RB_EINVAL, "%s: key %s.%s given twice", c->file,
+                section, name);
+        c->failed = 1;
+        return 0;
+    }
+    c->seen[i] = 1;
+    if (set_value(&c->val[i], value) != RB_OK) {
+        rb_errf(c->err, c->errlen, RB_ENOMEM, "out of memory reading %s", c->file);
+        c->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- typed parsing helpers: each names the key in its message ---------------------- */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    return s;
+}
+
+#define KEYNAME(i) RB_KEYS[i].section, RB_KEYS[i].key
+
+static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
+                     char *err, size_t errlen)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *t = trim(buf), *end = NULL;
+    errno = 0;
+    long long v = strtoll(t, &end, 10);
+    if (end && *end && (*end == 'k' || *end == 'K' || *end == 'M' || *end == 'G') &&
+        end[1] == '\0') {
+        long long m = *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 1LL << 10;
+        if (v > INT64_MAX / m || v < INT64_MIN / m) errno = ERANGE;
+        else v *= m;
+        end++;
+    }
+    if (!*t || !end || *end || errno)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not an integer", KEYNAME(i),
+                       s);
+    if (v < lo || v > hi)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %lld: must be in [%lld, %lld]",
+                       KEYNAME(i), v, (long long)lo, (long long)hi);
+    *out = v;
+    return RB_OK;
+}
+
+static int parse_f64(const char *s, int i, double lo, double hi, double *out, char *err,
+                     size_t errlen)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *t = trim(buf), *end = NULL;
+    errno = 0;
+    double v = strtod(t, &end);
+    if (!*t || !end || *end || errno || !isfinite(v))
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a finite number",
+                       KEYNAME(i), s);
+    if (v < lo || v > hi)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %g: must be in [%g, %g]",
+                       KEYNAME(i), v, lo, hi);
+    *out = v;
+    return RB_OK;
+}
+
+static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
+{
+    char buf[16];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *t = trim(buf);
+    for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
+    if (!strcmp(t, "true") || !strcmp(t, "yes") || !strcmp(t, "on") || !strcmp(t, "1"))
+        *out = 1;
+    else if (!strcmp(t, "false") || !strcmp(t, "no") || !strcmp(t, "off") ||
+             !strcmp(t, "0"))
+        *out = 0;
+    else
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a boolean (true|false)",
+                       KEYNAME(i), s);
+    return RB_OK;
+}
+
+/* Split a comma-separated list into trimmed items (modifies buf). Empty list: 0. */
+static int split_list(char *buf, char **items, int max, int i, char *err, size_t errlen)
+{
+    int n = 0;
+    char *t = trim(buf);
+    if (!*t) return 0;
+    for (char *p = t;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        char *item = trim(p);
+        if (!*item)
+            return rb_errf(err, errlen, RB_EINVAL, "%s.%s: empty item in list", KEYNAME(i));
+        if (n == max)
+            return rb_errf(err, errlen, RB_EINVAL, "%s.%s: more than %d items", KEYNAME(i),
+                           max);
+        items[n++] = item;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return n;
+}
+
+static int parse_i64_list(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
+                          int max, int *n_out, char *err, size_t errlen)
+{
+    char *buf = strdup(s), *items[RB_MAX_LIST * 4];
+    int rc = RB_ENOMEM;
+    if (!buf) goto cleanup;
+    int n = split_list(buf, items, max, i, err, errlen);
+    if (n < 0) { rc = n; goto cleanup; }
+    for (int k = 0; k < n; k++) {
+        rc = parse_i64(items[k], i, lo, hi, &out[k], err, errlen);
+        if (rc) goto cleanup;
+    }
+    *n_out = n;
+    rc = RB_OK;
+cleanup:
+    free(buf);
+    return rc;
+}
+
+static int parse_f64_list(const char *s, int i, double lo, double hi, double *out,
+                          int max, int *n_out, char *err, size_t errlen)
+{
+    char *buf = strdup(s), *items[RB_MAX_LIST * 4];
+    int rc = RB_ENOMEM;
+    if (!buf) goto cleanup;
+    int n = split_list(buf, items, max, i, err, errlen);
+    if (n < 0) { rc = n; goto cleanup; }
+    for (int k = 0; k < n; k++) {
+        rc = parse_f64(items[k], i, lo, hi, &out[k], err, errlen);
+        if (rc) goto cleanup;
+    }
+    *n_out = n;
+    rc = RB_OK;
+cleanup:
+    free(buf);
+    return rc;
+}
+
+/* Parse a list of names with parse_fn into out[] (duplicates rejected). */
+static int parse_name_list(const char *s, int i, int (*parse_fn)(const char *),
+                           const char *choices, int *out, int max, int *n_out, char *err,
+                           size_t errlen)
+{
+    char *buf = strdup(s), *items[RB_MAX_LIST];
+    int rc = RB_ENOMEM;
+    if (!buf) goto cleanup;
+    int n = split_list(buf, items, max < RB_MAX_LIST ? max : RB_MAX_LIST, i, err, errlen);
+    if (n < 0) { rc = n; goto cleanup; }
+    if (n == 0) {
+        rc = rb_errf(err, errlen, RB_EINVAL, "%s.%s: empty list (choose from %s)",
+                     KEYNAME(i), choices);
+        goto cleanup;
+    }
+    for (int k = 0; k < n; k++) {
+        int v = parse_fn(items[k]);
+        if (v < 0) {
+            rc = rb_errf(err, errlen, RB_EINVAL, "%s.%s: unknown value '%s' (choose from %s)",
+                         KEYNAME(i), items[k], choices);
+            goto cleanup;
+        }
+        for (int j = 0; j < k; j++)
+            if (out[j] == v) {
+                rc = rb_errf(err, errlen, RB_EINVAL, "%s.%s: '%s' listed twice", KEYNAME(i),
+                             items[k]);
+                goto cleanup;
+            }
+        out[k] = v;
+    }
+    *n_out = n;
+    rc = RB_OK;
+cleanup:
+    free(buf);
+    return rc;
+}
+
+static int mode_parse(const char *s)
+{
+    return !strcmp(s, "full") ? RB_MODE_FULL : !strcmp(s, "probe") ? RB_MODE_PROBE : -1;
+}
+static int layout_parse(const char *s)
+{
+    return !strcmp(s, "neox") ? RB_LAYOUT_NEOX : !strcmp(s, "gptj") ? RB_LAYOUT_GPTJ : -1;
+}
+
+/* "auto"/"unset" or a number in [lo, hi]; *out = dflt for the keyword. */
+static int parse_f64_or(const char *s, int i, const char *word, double dflt, double lo,
+                        double hi, double *out, char *err, size_t errlen)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    if (!strcmp(trim(buf), word)) {
+        *out = dflt;
+        return RB_OK;
+    }
+    return parse_f64(s, i, lo, hi, out, err, errlen);
+}
+
+/* ---- the typed config from the string table --------------------------------------- */
+
+static int convert(rb_config *c, char **v, char *err, size_t errlen)
+{
+    int rc, n, tmp[RB_MAX_LIST];
+    int64_t x;
+#define K(sec, key) key_index(sec, key)
+#define V(sec, key) v[K(sec, key)]
+    /* [model] */
+    if ((rc = parse_i64(V("model", "head_dim"), K("model", "head_dim"), 2, 512, &x, err,
+                        errlen)))
+        return rc;
+    if (x % 2)
+        return rb_errf(err, errlen, RB_EINVAL, "model.head_dim = %lld: must be even",
+                       (long long)x);
+    c->head_dim = (int)x;
+    {
+        char b[32];
+        snprintf(b, sizeof b, "%s", V("model", "rotary_dim"));
+        if (!strcmp(trim(b), "auto")) x = c->head_dim;
+        else if ((rc = parse_i64(b, K("model", "rotary_dim"), 2, c->head_dim, &x, err,
+                                 errlen)))
+            return rc;
+        if (x % 2)
+            return rb_errf(err, errlen, RB_EINVAL, "model.rotary_dim = %lld: must be even",
+                           (long long)x);
+        c->rotary_dim = (int)x;
+    }
+    if ((rc = parse_f64(V("model", "base"), K("model", "base"), 1.0000001, 1e12, &c->base,
+                        err, errlen)))
+        return rc;
+    if ((rc = parse_i64(V("model", "original_ctx"), K("model", "original_ctx"), 2,
+                        (int64_t)1 << 40, &c->original_ctx, err, errlen)))
+        return rc;
+    if ((rc = parse_name_list(V("model", "layout"), K("model", "layout"), layout_parse,
+                              "neox, gptj", tmp, 1, &n, err, errlen)))
+        return rc;
+    c->layout = (rb_rope_layout)tmp[0];
+
+    /* [scaling] */
+    if ((rc = parse_name_list(V("scaling", "methods"), K("scaling", "methods"),
+                              rb_rope_method_parse,
+                              "none, pi, ntk, dynamic_ntk, yarn, llama3, longrope", tmp,
+                              RB_ROPE_COUNT, &c->n_methods, err, errlen)))
+        return rc;
+    for (int k = 0; k < c->n_methods; k++) c->methods[k] = (rb_rope_method)tmp[k];
+    if ((rc = parse_f64(V("scaling", "factor"), K("scaling", "factor"), -1e300, 1e6,
+                        &c->factor, err, errlen)))
+        return rc;
+    if (c->factor < 1)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "scaling.factor = %g: must be >= 1 (a context-extension factor)",
+                       c->factor);
+    if ((rc = parse_f64(V("scaling", "beta_fast"), K("scaling", "beta_fast"), 1e-9, 1e9,
+                        &c->beta_fast, err, errlen)) ||
+        (rc = parse_f64(V("scaling", "beta_slow"), K("scaling", "beta_slow"), 1e-9, 1e9,
+                        &c->beta_slow, err, errlen)))
+        return rc;
+    if (c->beta_fast <= c->beta_slow)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "scaling.beta_fast = %g: must be greater than scaling.beta_slow = %g",
+                       c->beta_fast, c->beta_slow);
+    if ((rc = parse_bool(V("scaling", "truncate"), K("scaling", "truncate"), &c->truncate,
+                         err, errlen)))
+        return rc;
+    if ((rc = parse_f64_or(V("scaling", "mscale"), K("scaling", "mscale"), "unset", 0,
+                           1e-9, 1e6, &c->mscale, err, errlen)) ||
+        (rc = parse_f64_or(V("scaling", "mscale_all_dim"), K("scaling", "mscale_all_dim"),
+                           "unset", 0, 1e-9, 1e6, &c->mscale_all_dim, err, errlen)) ||
+        (rc = parse_f64_or(V("scaling", "attention_factor"),
+                           K("scaling", "attention_factor"), "auto", 0, 1e-6, 1e6,
+                           &c->attention_factor, err, errlen)))
+        return rc;
+    if ((rc = parse_f64(V("scaling", "low_freq_factor"), K("scaling", "low_freq_factor"),
+                        1e-9, 1e9, &c->low_freq_factor, err, errlen)) ||
+        (rc = parse_f64(V("scaling", "high_freq_factor"), K("scaling", "high_freq_factor"),
+                        1e-9, 1e9, &c->high_freq_factor, err, errlen)))
+        return rc;
+    if (c->high_freq_factor <= c->low_freq_factor)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "scaling.high_freq_factor = %g: must be greater than "
+                       "scaling.low_freq_factor = %g",
+                       c->high_freq_factor, c->low_freq_factor);
+    if ((rc = parse_f64_list(V("scaling", "short_factor"), K("scaling", "short_factor"),
+                             1e-9, 1e9, c->short_factor, RB_MAX_LIST * 4,
+                             &c->n_short_factor, err, errlen)) ||
+        (rc = parse_f64_list(V("scaling", "long_factor"), K("scaling", "long_factor"), 1e-9,
+                             1e9, c->long_factor, RB_MAX_LIST * 4, &c->n_long_factor, err,
+                             errlen)))
+        return rc;
+    for (int k = 0; k < c->n_methods; k++) {
+        if (c->methods[k] != RB_ROPE_LONGROPE) continue;
+        int want = c->rotary_dim / 2;
+        if (c->n_short_factor != want)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "scaling.short_factor: longrope needs %d values (rotary_dim/2), "
+                           "got %d",
+                           want, c->n_short_factor);
+        if (c->n_long_factor != want)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "scaling.long_factor: longrope needs %d values (rotary_dim/2), "
+                           "got %d",
+                           want, c->n_long_factor);
+    }
+
+    /* [study] */
+    if ((rc = parse_i64_list(V("study", "seq_lens"), K("study", "seq_lens"), 1,
+                             (int64_t)1 << 40, c->full_lens, RB_MAX_LIST, &c->n_full_lens,
+                             err, errlen)) ||
+        (rc = parse_i64_list(V("study", "probe_seq_lens"), K("study", "probe_seq_lens"), 1,
+                             (int64_t)1 << 40, c->probe_lens, RB_MAX_LIST, &c->n_probe_lens,
+                             err, errlen)))
+        return rc;
+    if ((rc = parse_name_list(V("study", "modes"), K("study", "modes"), mode_parse,
+                              "full, probe", tmp, 2, &n, err, errlen)))
+        return rc;
+    c->modes[0] = c->modes[1] = 0;
+    for (int k = 0; k < n; k++) c->modes[tmp[k]] = 1;
+    if (c->modes[RB_MODE_PROBE] && c->n_probe_lens == 0) {
+        /* no probe_seq_lens: probe the same lengths as full mode */
+        memcpy(c->probe_lens, c->full_lens, sizeof c->full_lens);
+        c->n_probe_lens = c->n_full_lens;
+    }
+    if (c->modes[RB_MODE_FULL] && c->n_full_lens == 0)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "study.seq_lens: empty, but study.modes includes full");
+    if (c->modes[RB_MODE_PROBE] && c->n_probe_lens == 0)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "study.probe_seq_lens and study.seq_lens: both empty, but study.modes "
+                       "includes probe");
+    if ((rc = parse_i64(V("study", "heads"), K("study", "heads"), 1, 4096, &x, err,
+                        errlen)))
+        return rc;
+    c->heads = (int)x;
+    if ((rc = parse_name_list(V("study", "datasets"), K("study", "datasets"),
+                              rb_dataset_kind_parse, "gaussian, needle", tmp, 2,
+                              &c->n_datasets, err, errlen)))
+        return rc;
+    for (int k = 0; k < c->n_datasets; k++) c->datasets[k] = (rb_dataset_kind)tmp[k];
+    if ((rc = parse_i64(V("study", "seed"), K("study", "seed"), 0, INT64_MAX, &x, err,
+                        errlen)))
+        return rc;
+    c->seed = (uint64_t)x;
+    if ((rc = parse_i64(V("study", "probe_rows"), K("study", "probe_rows"), 1, 65536, &x,
+                        err, errlen)))
+        return rc;
+    c->probe_rows = (int)x;
+    if ((rc = parse_i64_list(V("study", "probe_positions"), K("study", "probe_positions"),
+                             -((int64_t)1 << 40), (int64_t)1 << 40, c->probe_positions,
+                             RB_MAX_LIST, &c->n_probe_positions, err, errlen)))
+        return rc;
+    if ((rc = parse_name_list(V("study", "shard_layout"), K("study", "shard_layout"),
+                              rb_shard_layout_parse, "contiguous, zigzag, striped", tmp, 1,
+                              &n, err, errlen)))
+        return rc;
+    c->shard_layout = (rb_shard_layout)tmp[0];
+    {
+        char b[32];
+        snprintf(b, sizeof b, "%s", V("study", "dtype"));
+        char *t = trim(b);
+        if (!strcmp(t, "bf16"))
+            return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                           "study.dtype = bf16: no bf16 kernel in this build (available: "
+                           "fp32)");
+        if (strcmp(t, "fp32"))
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "study.dtype = '%s': unknown (choose from fp32, bf16)", t);
+        snprintf(c->dtype, sizeof c->dtype, "%s", t);
+    }
+    if ((rc = parse_f64_or(V("study", "memory_limit_gib"), K("study", "memory_limit_gib"),
+                           "auto", 0, 1e-3, 1e9, &c->memory_limit_gib, err, errlen)))
+        return rc;
+
+    /* [needle] */
+    int nq = 0;
+    if ((rc = parse_i64_list(V("needle", "positions"), K("needle", "positions"),
+                             -((int64_t)1 << 40), (int64_t)1 << 40, c->needle_positions,
+                             RB_NEEDLE_MAX, &c->n_needles, err, errlen)) ||
+        (rc = parse_i64_list(V("needle", "query_positions"), K("needle", "query_positions"),
+                             -((int64_t)1 << 40), (int64_t)1 << 40, c->needle_queries,
+                             RB_NEEDLE_MAX, &nq, err, errlen)))
+        return rc;
+    if (nq != c->n_needles)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "needle.query_positions: %d entries, but needle.positions has %d (one "
+                       "query per needle)",
+                       nq, c->n_needles);
+    if ((rc = parse_f64(V("needle", "strength"), K("needle", "strength"), -1e6, 1e6,
+                        &c->needle_strength, err, errlen)))
+        return rc;
+    for (int k = 0; k < c->n_datasets; k++)
+        if (c->datasets[k] == RB_DATA_NEEDLE && c->n_needles == 0)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "needle.positions: empty, but study.datasets includes needle");
+#undef K
+#undef V
+    return RB_OK;
+}
+
+/* Resolved INI text: every key with its final value, section by section. */
+static char *render_text(char **v)
+{
+    size_t cap = 4096, len = 0;
+    for (int i = 0; i < RB_NKEYS; i++) cap += strlen(v[i]) + 64;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    len += (size_t)snprintf(s + len, cap - len, "# ropebench resolved study\n");
+    const char *sec = "";
+    for (int i = 0; i < RB_NKEYS; i++) {
+        if (strcmp(sec, RB_KEYS[i].section)) {
+            sec = RB_KEYS[i].section;
+            len += (size_t)snprintf(s + len, cap - len, "[%s]\n", sec);
+        }
+        len += (size_t)snprintf(s + len, cap - len, "%s = %s\n", RB_KEYS[i].key, v[i]);
+    }
+    return s;
+}
+
+int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_sets,
+                   char *err, size_t errlen)
+{
+    rb_ini_ctx ctx;
+    int rc = RB_OK;
+    memset(cfg, 0, sizeof *cfg);
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.errlen = errlen;
+    for (int i = 0; i < RB_NKEYS; i++)
+        if ((rc = set_value(&ctx.val[i], RB_KEYS[i].def))) goto cleanup;
+
+    if (path) {
+        ctx.file = path;
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot open config: %s", path,
+                         strerror(errno));
+            goto cleanup;
+        }
+        int line = ini_parse_file(f, config_on_key, &ctx);
+        int read_error = ferror(f);
+        fclose(f);
+        if (read_error) {
+            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config", path);
+            goto cleanup;
+        }
+        if (ctx.failed) {
+            /* prefix the line number inih reports */
+            char tmp[512];
+            snprintf(tmp, sizeof tmp, "%s", err ? err : "");
+            const char *rest = strncmp(tmp, path, strlen(path)) == 0
+                                   ? tmp + strlen(path) + 2 : tmp;
+            rc = rb_errf(err, errlen, RB_EINVAL, "%s:%d: %s", path, line, rest);
+            goto cleanup;
+        }
+        if (line != 0) {
+            rc = rb_errf(err, errlen, RB_EINVAL,
+                         "%s:%d: syntax error (expected [section] or key = value)", path,
+                         line);
+            goto cleanup;
+        }
+    }
+
+    for (int s = 0; s < n_sets; s++) {
+        const char *a = sets[s], *eq = strchr(a, '='), *dot = strchr(a, '.');
+        if (!eq || !dot || dot > eq) {
+            rc = rb_errf(err, errlen, RB_EINVAL,
+                         "--set '%s': expected section.key=value", a);
+            goto cleanup;
+        }
+        char sec[64], key[64];
+        snprintf(sec, sizeof sec, "%.*s", (int)(dot - a), a);
+        snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+        int i = key_index(trim(sec), trim(key));
+        if (i < 0) {
+            rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: unknown key", sec, key);
+            goto cleanup;
+        }
+        if ((rc = set_value(&ctx.val[i], eq + 1))) goto cleanup;
+    }
+
+    if ((rc = convert(cfg, ctx.val, err, errlen))) goto cleanup;
+    cfg->text = render_text(ctx.val);
+    if (!cfg->text) rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
+cleanup:
+    for (int i = 0; i < RB_NKEYS; i++) free(ctx.val[i]);
+    if (rc) rb_config_free(cfg);
+    return rc;
+}
+
+void rb_config_free(rb_config *cfg)
+{
+    if (!cfg) return;
+    free(cfg->text);
+    cfg->text = NULL;
+}
+
+void rb_config_rope_params(const rb_config *c, rb_rope_method m, int64_t L,
+                           rb_rope_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->method = m;
+    p->rotary_dim = c->rotary_dim;
+    p->base = c->base;
+    p->factor = c->factor;
+    p->original_ctx = c->original_ctx;
+    p->seq_len = L;
+    p->beta_fast = c->beta_fast;
+    p->beta_slow = c->beta_slow;
+    p->truncate = c->truncate;
+    p->mscale = c->mscale;
+    p->mscale_all_dim = c->mscale_all_dim;
+    p->attention_factor = c->attention_factor;
+    p->low_freq_factor = c->low_freq_factor;
+    p->high_freq_factor = c->high_freq_factor;
+    p->short_factor = c->n_short_factor ? c->short_factor : NULL;
+    p->long_factor = c->n_long_factor ? c->long_factor : NULL;
+}
+
+/* Probe rows of a case: at most probe_rows log-spaced + user positions + needles. */
+static int64_t max_probe_rows(const rb_config *c)
+{
+    return c->probe_rows + c->n_probe_positions + c->n_needles;
+}
+
+double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nranks)
+{
+    double d = c->head_dim, n = (double)L / nranks, H = c->heads, st = (d + 3) * 8;
+    if (mode == RB_MODE_FULL) {
+        return H * 3 * n * d * 4     /* pre-RoPE q, k, v of every head */
+               + 2 * n * d * 4       /* rotated q, k of one head */
+               + 2 * (2 * n * d * 4 + n * 8) /* ring buffers: k, v, positions */
+               + 2 * n * st          /* row state + step state */
+               + n * 8 * 2           /* score scratch of the tile kernel */
+               + H * n * (16 + d * 4); /* lse, entropy, outputs */
+    }
+    double P = (double)max_probe_rows(c);
+    return H * 2 * n * d * 4 + n * d * 4 + H * P * d * 4 * 2 + 2 * P * st + n * 8 * 2 +
+           H * P * 16;
+}
+
+/* Resolve a position given as "negative = from the end" against L. */
+static int64_t resolve_pos(int64_t p, int64_t L) { return p < 0 ? L + p : p; }
+
+static double host_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    double kib = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+        fclose(f);
+    }
+    if (kib > 0) return kib * 1024.0;
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
+int rb_config_check_ranks(const rb_config *c, int nranks, int ranks_per_host, char *err,
+                          size_t errlen)
+{
+    double limit = c->memory_limit_gib > 0 ? c->memory_limit_gib * 1073741824.0
+                                           : 0.9 * host_available_bytes();
+    for (int mode = 0; mode < 2; mode++) {
+        if (!c->modes[mode]) continue;
+        int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;
+        const int64_t *lens = mode == RB_MODE_FULL ? c->full_lens : c->probe_lens;
+        const char *key = mode == RB_MODE_FULL ? "study.seq_lens" : "study.probe_seq_lens";
+        for (int k = 0; k < nl; k++) {
+            int64_t L = lens[k];
+            char why[256];
+            if (rb_shard_check(c->shard_layout, L, nranks, why, sizeof why))
+                return rb_errf(err, errlen, RB_EINVAL, "%s: %s", key, why);
+            for (int j = 0; j < c->n_probe_positions && mode == RB_MODE_PROBE; j++) {
+                int64_t p = resolve_pos(c->probe_positions[j], L);
+                if (p < 0 || p >= L)
+                    return rb_errf(err, errlen, RB_EINVAL,
+                                   "study.probe_positions: %lld is outside a sequence of "
+                                   "%lld tokens",
+                                   (long long)c->probe_positions[j], (long long)L);
+            }
+            for (int di = 0; di < c->n_datasets; di++) {
+                if (c->datasets[di] != RB_DATA_NEEDLE) continue;
+                for (int j = 0; j < c->n_needles; j++) {
+                    int64_t kp = resolve_pos(c->needle_positions[j], L);
+                    int64_t qp = resolve_pos(c->needle_queries[j], L);
+                    if (kp < 0 || kp >= L || qp < 0 || qp >= L)
+                        return rb_errf(err, errlen, RB_EINVAL,
+                                       "needle.positions/query_positions: needle %d (%lld -> "
+                                       "%lld) is outside a sequence of %lld tokens",
+                                       j, (long long)c->needle_positions[j],
+                                       (long long)c->needle_queries[j], (long long)L);
+                    if (kp > qp)
+                        return rb_errf(err, errlen, RB_EINVAL,
+                                       "needle.positions: needle %d at %lld comes after its "
+                                       "query at %lld (causal: the query cannot see it)",
+                                       j, (long long)kp, (long long)qp);
+                }
+            }
+            double need = rb_config_case_bytes(c, (rb_mode)mode, L, nranks) * ranks_per_host;
+            if (need > limit)
+                return rb_errf(err, errlen, RB_EINVAL,
+                               "%s: %lld tokens in %s mode need %.2f GiB on this host "
+                               "(%d ranks here), more than the %.2f GiB limit "
+                               "(study.memory_limit_gib)",
+                               key, (long long)L, mode == RB_MODE_FULL ? "full" : "probe",
+                               need / 1073741824.0, ranks_per_host, limit / 1073741824.0);
+        }
+    }
+    return RB_OK;
+}

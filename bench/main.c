@@ -1,0 +1,50 @@
+/* main.c — the ropebench command: dispatches to run, report, freqs and info. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rb_bench.h"
+#include "rb_build.h"
+
+const char *rb_version_string(void)
+{
+    return "ropebench " RB_VERSION " (" RB_GIT_DESCRIBE ", " RB_BUILD_TYPE ")";
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ropebench <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  run      run a study under mpirun and write results.h5\n"
+            "  report   write report.md and report.html from a results file\n"
+            "  freqs    print the frequency table of one RoPE schedule\n"
+            "  info     detected CPU features, kernel choice, topology, library versions\n"
+            "\n"
+            "'ropebench <command> --help' describes each command; --version prints the "
+            "version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return RB_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("%s\n", rb_version_string());
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "run")) return rb_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return rb_cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "freqs")) return rb_cmd_freqs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info")) return rb_cmd_info(argc - 1, argv + 1);
+    fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info)\n",
+            cmd);
+    return RB_EXIT_USAGE;
+}

@@ -1,0 +1,699 @@
+/* study.c — `ropebench run`: validates the study, then for every case generates the
+ * rank's shard, applies RoPE, runs ring (full) or probe attention, and writes rows,
+ * timings and provenance through the results interface. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rb_bench.h"
+#include "rb_build.h"
+#include "rb_results.h"
+
+extern char *openblas_get_config(void);
+
+#define RB_DUMP_LIMIT_BYTES (256.0 * 1048576.0) /* --dump-inputs: q+k+v per case */
+
+typedef struct {
+    const rb_config *cfg;
+    MPI_Comm comm;
+    int rank, nranks;
+    rb_kernel_ops ops;
+    rb_results *res;
+    int dump;
+    int quiet;
+    int case_no, n_cases;
+    int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
+    double t_start;
+    char err[1024];
+} rb_run;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -n N ropebench run [options]\n"
+            "\n"
+            "Run a study: every case (method x seq_len x mode x dataset) on all ranks,\n"
+            "results gathered into one HDF5 file.\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE       study INI file (default: the built-in default study)\n"
+            "  -s, --set SEC.KEY=VAL   override one key (repeatable), e.g.\n"
+            "                          --set scaling.factor=16 --set study.heads=2\n"
+            "  -o, --output FILE       results file (default: results.h5)\n"
+            "      --dump-inputs       also store pre-RoPE q/k/v and outputs (at most\n"
+            "                          256 MiB of inputs per case)\n"
+            "      --dry-run           validate, print the resolved study and the cases, "
+            "exit\n"
+            "  -q, --quiet             no progress lines\n"
+            "  -h, --help              this help\n"
+            "      --version           print the version\n"
+            "\n"
+            "Every key is validated before any work; errors exit with status 2.\n"
+            "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 forces a kernel.\n"
+            "See docs/config.md for the keys.\n");
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static void bcast_str(char *buf, int cap, MPI_Comm comm)
+{
+    MPI_Bcast(buf, cap, MPI_CHAR, 0, comm);
+    buf[cap - 1] = '\0';
+}
+
+static int64_t resolve_pos(int64_t p, int64_t L) { return p < 0 ? L + p : p; }
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Probe positions of a case: probe_rows log-spaced in [0, L-1], user positions and
+ * needle queries; sorted, unique. Returns the count; *out is malloc'd. */
+static int64_t probe_positions(const rb_config *c, int64_t L, int64_t **out)
+{
+    int64_t cap = c->probe_rows + c->n_probe_positions + c->n_needles + 1, n = 0;
+    int64_t *p = malloc((size_t)cap * sizeof *p);
+    if (!p) return -1;
+    int P = c->probe_rows;
+    for (int i = 0; i < P; i++) {
+        double x = P == 1 ? (double)L : exp(log((double)L) * i / (P - 1));
+        int64_t v = (int64_t)llround(x) - 1;
+        if (v < 0) v = 0;
+        if (v > L - 1) v = L - 1;
+        p[n++] = v;
+    }
+    for (int i = 0; i < c->n_probe_positions; i++)
+        p[n++] = resolve_pos(c->probe_positions[i], L);
+    int needle = 0;
+    for (int i = 0; i < c->n_datasets; i++) needle |= c->datasets[i] == RB_DATA_NEEDLE;
+    for (int i = 0; needle && i < c->n_needles; i++)
+        p[n++] = resolve_pos(c->needle_queries[i], L);
+    qsort(p, (size_t)n, sizeof *p, cmp_i64);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (m == 0 || p[i] != p[m - 1]) p[m++] = p[i];
+    *out = p;
+    return m;
+}
+
+static void case_name(char *buf, size_t len, rb_rope_method m, double factor, int64_t L,
+                      int mode, rb_dataset_kind ds)
+{
+    char f[32] = "";
+    if (m != RB_ROPE_NONE) snprintf(f, sizeof f, "-x%g", factor);
+    snprintf(buf, len, "%s%s-L%lld-%s-%s", rb_rope_method_name(m), f, (long long)L,
+             mode == RB_MODE_FULL ? "full" : "probe", rb_dataset_kind_name(ds));
+}
+
+static void dataset_for(const rb_config *c, rb_dataset_kind kind, int64_t L,
+                        rb_dataset *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    ds->kind = kind;
+    ds->seed = c->seed;
+    ds->head_dim = c->head_dim;
+    if (kind == RB_DATA_NEEDLE) {
+        ds->n_needles = c->n_needles;
+        ds->strength = c->needle_strength;
+        for (int i = 0; i < c->n_needles; i++) {
+            ds->needle_pos[i] = resolve_pos(c->needle_positions[i], L);
+            ds->query_pos[i] = resolve_pos(c->needle_queries[i], L);
+        }
+    }
+}
+
+static void progress_step(int step, int nsteps, void *user)
+{
+    rb_run *r = user;
+    if (r->rank == 0 && !r->quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "\r    ring step %d/%d", step, nsteps);
+    if (r->rank == 0 && !r->quiet && isatty(STDERR_FILENO) && step == nsteps)
+        fprintf(stderr, "\r%*s\r", 30, "");
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+#define TRY(call)                                                                       \
+    do {                                                                                \
+        if ((rc = (call)) != RB_OK) goto cleanup;                                       \
+    } while (0)
+
+static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t L,
+                            int mode, rb_dataset_kind kind, const rb_rope_info *info,
+                            double scale, int64_t n_rows)
+{
+    const rb_config *c = r->cfg;
+    char *e = r->err;
+    size_t el = sizeof r->err;
+    int rc;
+    TRY(rb_results_attr_str(r->res, g, "method", rb_rope_method_name(m), e, el));
+    TRY(rb_results_attr_f64(r->res, g, "factor", m == RB_ROPE_NONE ? 1.0 : c->factor, e,
+                            el));
+    TRY(rb_results_attr_f64(r->res, g, "base", c->base, e, el));
+    TRY(rb_results_attr_f64(r->res, g, "base_used", info->base_used, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "head_dim", c->head_dim, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "rotary_dim", c->rotary_dim, e, el));
+    TRY(rb_results_attr_str(r->res, g, "layout",
+                            c->layout == RB_LAYOUT_NEOX ? "neox" : "gptj", e, el));
+    TRY(rb_results_attr_i64(r->res, g, "original_ctx", c->original_ctx, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "seq_len", L, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "heads", c->heads, e, el));
+    TRY(rb_results_attr_str(r->res, g, "mode", mode == RB_MODE_FULL ? "full" : "probe", e,
+                            el));
+    TRY(rb_results_attr_str(r->res, g, "shard_layout",
+                            rb_shard_layout_name(c->shard_layout), e, el));
+    TRY(rb_results_attr_str(r->res, g, "dataset", rb_dataset_kind_name(kind), e, el));
+    TRY(rb_results_attr_i64(r->res, g, "seed", (int64_t)c->seed, e, el));
+    TRY(rb_results_attr_f64(r->res, g, "attention_factor", info->attention_factor, e,
+                            el));
+    TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));
+    TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
+    TRY(rb_results_attr_str(r->res, g, "dtype", c->dtype, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "n_rows", n_rows, e, el));
+    if (m == RB_ROPE_YARN) {
+        TRY(rb_results_attr_f64(r->res, g, "yarn_corr_low", info->corr_low, e, el));
+        TRY(rb_results_attr_f64(r->res, g, "yarn_corr_high", info->corr_high, e, el));
+    }
+cleanup:
+    return rc;
+}
+
+/* Gather every rank's timing to rank 0 and write [nranks] datasets. */
+static int write_timing(rb_run *r, const char *g, const rb_timing *t, double setup_s,
+                        double generate_s)
+{
+    double mine[6] = {setup_s, t->compute_s, t->comm_wait_s, t->merge_s, t->total_s,
+                      generate_s};
+    static const char *names[6] = {"setup_s", "compute_s", "comm_wait_s",
+                                   "merge_s", "total_s",   "generate_s"};
+    double *all = NULL, *col = NULL;
+    int rc = RB_OK;
+    all = malloc(sizeof(double) * 6 * (size_t)r->nranks);
+    col = malloc(sizeof(double) * (size_t)r->nranks);
+    if (!all || !col) {
+        rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (timings)");
+        goto cleanup;
+    }
+    MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, r->comm);
+    for (int k = 0; k < 6; k++) {
+        char path[512];
+        int64_t dims[1] = {r->nranks};
+        for (int i = 0; r->rank == 0 && i < r->nranks; i++) col[i] = all[i * 6 + k];
+        snprintf(path, sizeof path, "%s/timing/%s", g, names[k]);
+        TRY(rb_results_write_f64(r->res, path, 1, dims, col, 0, r->err, sizeof r->err));
+    }
+cleanup:
+    free(all);
+    free(col);
+    return rc;
+}
+
+/* ---- one group: (mode, L, dataset); the data are generated once, then each method
+ * is one case. ---------------------------------------------------------------------- */
+
+static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
+{
+    const rb_config *c = r->cfg;
+    const int d = c->head_dim, H = c->heads, np = c->rotary_dim / 2;
+    const int64_t n = rb_shard_local_count(c->shard_layout, L, r->nranks);
+    const double scale = 1.0 / sqrt((double)d);
+    const size_t row = (size_t)d;
+    char *e = r->err;
+    size_t el = sizeof r->err;
+    int rc = RB_OK;
+    rb_dataset ds;
+    rb_shard_run runs[RB_SHARD_MAX_RUNS], root_run[1];
+    int nruns = rb_shard_runs(c->shard_layout, L, r->nranks, r->rank, runs);
+    int64_t *pos = NULL, *qpos = NULL;
+    int64_t nq = 0;
+    float *kpre = NULL, *vpre = NULL, *qpre = NULL, *qrot = NULL, *krot = NULL;
+    float *outs = NULL;
+    double *state = NULL, *lse = NULL, *ent = NULL, *outd = NULL;
+    double inv_freq[RB_MAX_LIST * 4], inv_base[RB_MAX_LIST * 4];
+
+    dataset_for(c, kind, L, &ds);
+    pos = malloc((size_t)n * sizeof *pos);
+    if (!pos) goto nomem;
+    for (int64_t i = 0; i < n; i++)
+        pos[i] = rb_shard_global(c->shard_layout, L, r->nranks, r->rank, i);
+    if (mode == RB_MODE_FULL) {
+        qpos = pos;
+        nq = n;
+    } else {
+        nq = probe_positions(c, L, &qpos);
+        if (nq < 0) goto nomem;
+    }
+
+    /* generate this rank's pre-RoPE data, every head */
+    double t0 = MPI_Wtime();
+    kpre = malloc((size_t)H * (size_t)n * row * sizeof(float));
+    vpre = malloc((size_t)H * (size_t)n * row * sizeof(float));
+    qpre = malloc((size_t)H * (size_t)nq * row * sizeof(float));
+    qrot = malloc((size_t)nq * row * sizeof(float));
+    krot = malloc((size_t)n * row * sizeof(float));
+    state = malloc((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
+    lse = malloc((size_t)H * (size_t)nq * sizeof(double));
+    ent = malloc((size_t)H * (size_t)nq * sizeof(double));
+    if (!kpre || !vpre || !qpre || !qrot || !krot || !state || !lse || !ent) goto nomem;
+    if (r->dump) {
+        outs = malloc((size_t)H * (size_t)nq * row * sizeof(float));
+        outd = malloc((size_t)nq * row * sizeof(double));
+        if (!outs || !outd) goto nomem;
+    }
+    for (int h = 0; h < H; h++) {
+        size_t off = (size_t)h * (size_t)n * row;
+        TRY(rb_dataset_fill(&ds, RB_TENSOR_K, h, pos, n, kpre + off, e, el));
+        TRY(rb_dataset_fill(&ds, RB_TENSOR_V, h, pos, n, vpre + off, e, el));
+        TRY(rb_dataset_fill(&ds, RB_TENSOR_Q, h, qpos, nq, qpre + (size_t)h * nq * row, e,
+                            el));
+    }
+    double generate_s = MPI_Wtime() - t0;
+
+    rb_rope_params pp;
+    rb_rope_info info, info_base;
+    rb_config_rope_params(c, RB_ROPE_NONE, L, &pp);
+    TRY(rb_rope_schedule(&pp, inv_base, &info_base, e, el));
+
+    for (int mi = 0; mi < c->n_methods; mi++) {
+        rb_rope_method m = c->methods[mi];
+        char name[160], g[256], path[512];
+        case_name(name, sizeof name, m, c->factor, L, mode, kind);
+        snprintf(g, sizeof g, "/cases/%s", name);
+        r->case_no++;
+        double tc = MPI_Wtime();
+        if (r->rank == 0 && !r->quiet)
+            fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
+
+        rb_config_rope_params(c, m, L, &pp);
+        TRY(rb_rope_schedule(&pp, inv_freq, &info, e, el));
+
+        rb_timing tsum = {0, 0, 0, 0}, t;
+        double setup_s = 0;
+        for (int h = 0; h < H; h++) {
+            double ts = MPI_Wtime();
+            memcpy(qrot, qpre + (size_t)h * nq * row, (size_t)nq * row * sizeof(float));
+            memcpy(krot, kpre + (size_t)h * n * row, (size_t)n * row * sizeof(float));
+            rb_rope_apply(qrot, nq, row, qpos, inv_freq, d, c->rotary_dim, c->layout,
+                          info.attention_factor);
+            rb_rope_apply(krot, n, row, pos, inv_freq, d, c->rotary_dim, c->layout,
+                          info.attention_factor);
+            setup_s += MPI_Wtime() - ts;
+            const float *vh = vpre + (size_t)h * n * row;
+            if (mode == RB_MODE_FULL)
+                rc = rb_ring_attention(r->comm, &r->ops, qrot, qpos, nq, krot, vh, pos, n, d,
+                                       scale, state, &t, progress_step, r, e, el);
+            else
+                rc = rb_probe_attention(r->comm, 0, &r->ops, qrot, qpos, nq, krot, vh, pos,
+                                        n, d, scale, state, &t, e, el);
+            if (rc) goto cleanup;
+            tsum.compute_s += t.compute_s;
+            tsum.comm_wait_s += t.comm_wait_s;
+            tsum.merge_s += t.merge_s;
+            tsum.total_s += t.total_s;
+            rb_state_finalize(state, nq, d, lse + (size_t)h * nq, ent + (size_t)h * nq, outd);
+            if (outs)
+                for (size_t i = 0; i < (size_t)nq * row; i++)
+                    outs[(size_t)h * nq * row + i] = (float)outd[i];
+        }
+
+        /* write: attributes, schedule, rows, timings, inputs; complete=1 last */
+        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, nq));
+        int64_t dims[1] = {np};
+        snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
+        TRY(rb_results_write_f64(r->res, path, 1, dims, inv_freq, 0, e, el));
+        snprintf(path, sizeof path, "%s/freqs/inv_freq_base", g);
+        TRY(rb_results_write_f64(r->res, path, 1, dims, inv_base, 0, e, el));
+        const rb_shard_run *rr = runs;
+        int nr = nruns;
+        if (mode == RB_MODE_PROBE) { /* rows live on rank 0 */
+            root_run[0] = (rb_shard_run){0, 1, nq};
+            rr = root_run;
+            nr = r->rank == 0 ? 1 : 0;
+        }
+        int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
+        snprintf(path, sizeof path, "%s/rows/position", g);
+        TRY(rb_results_write_rows_i64(r->res, path, n_rows, rr, nr, qpos, e, el));
+        snprintf(path, sizeof path, "%s/rows/lse", g);
+        TRY(rb_results_write_rows_f64(r->res, path, H, n_rows, rr, nr, lse, e, el));
+        snprintf(path, sizeof path, "%s/rows/entropy", g);
+        TRY(rb_results_write_rows_f64(r->res, path, H, n_rows, rr, nr, ent, e, el));
+        if (outs) {
+            snprintf(path, sizeof path, "%s/rows/output", g);
+            TRY(rb_results_write_rows_f32(r->res, path, H, n_rows, d, rr, nr, outs, e, el));
+        }
+        TRY(write_timing(r, g, &tsum, setup_s, generate_s));
+        if (kind == RB_DATA_NEEDLE) {
+            int64_t nd[1] = {ds.n_needles};
+            snprintf(path, sizeof path, "%s/needle", g);
+            TRY(rb_results_attr_f64(r->res, path, "strength", ds.strength, e, el));
+            snprintf(path, sizeof path, "%s/needle/key_pos", g);
+            TRY(rb_results_write_i64(r->res, path, 1, nd, ds.needle_pos, 0, e, el));
+            snprintf(path, sizeof path, "%s/needle/query_pos", g);
+            TRY(rb_results_write_i64(r->res, path, 1, nd, ds.query_pos, 0, e, el));
+        }
+        if (r->dump) {
+            /* the full pre-RoPE sequence, each rank its shard (q regenerated for probe) */
+            float *qd = mode == RB_MODE_FULL ? qpre : NULL;
+            if (!qd) {
+                qd = malloc((size_t)H * (size_t)n * row * sizeof(float));
+                if (!qd) goto nomem;
+                for (int h = 0; h < H && rc == RB_OK; h++)
+                    rc = rb_dataset_fill(&ds, RB_TENSOR_Q, h, pos, n,
+                                         qd + (size_t)h * n * row, e, el);
+            }
+            static const char *tn[3] = {"q", "k", "v"};
+            const float *src[3] = {qd, kpre, vpre};
+            for (int k = 0; k < 3 && rc == RB_OK; k++) {
+                snprintf(path, sizeof path, "%s/inputs/%s", g, tn[k]);
+                rc = rb_results_write_rows_f32(r->res, path, H, L, d, runs, nruns, src[k], e,
+                                               el);
+            }
+            if (qd != qpre) free(qd);
+            if (rc) goto cleanup;
+        }
+        TRY(rb_results_attr_i64(r->res, g, "complete", 1, e, el));
+        TRY(rb_results_flush(r->res, e, el));
+
+        if (r->rank == 0 && !r->quiet) {
+            double me = 0;
+            for (int64_t i = 0; i < nq; i++) me += ent[i];
+            fprintf(stderr, "%7.2f s  (compute %.2f s, mean entropy %.4f)\n",
+                    MPI_Wtime() - tc, tsum.compute_s, me / (double)nq);
+        }
+        if (r->abort_after > 0 && r->case_no >= r->abort_after) {
+            if (r->rank == 0)
+                fprintf(stderr, "ropebench: ROPEBENCH_TEST_ABORT_AFTER=%d reached, "
+                                "aborting to simulate an interruption\n",
+                        r->abort_after);
+            MPI_Abort(r->comm, 3);
+        }
+    }
+    goto cleanup;
+nomem:
+    rc = rb_errf(e, el, RB_ENOMEM, "out of memory for a case of %lld tokens",
+                 (long long)L);
+cleanup:
+    if (qpos != pos) free(qpos);
+    free(pos);
+    free(kpre);
+    free(vpre);
+    free(qpre);
+    free(qrot);
+    free(krot);
+    free(state);
+    free(lse);
+    free(ent);
+    free(outs);
+    free(outd);
+    return rc;
+}
+
+/* ---- provenance --------------------------------------------------------------------- */
+
+static int write_provenance(rb_run *r, int argc, char **argv)
+{
+    char *e = r->err;
+    size_t el = sizeof r->err;
+    int rc = RB_OK;
+    rb_topo topo;
+    int have_topo = 0;
+    char cmd[4096] = "", created[64] = "", mpiv[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    char cpu[128] = "", isa[256] = "", blas[256] = "";
+
+    /* rank 0's view, broadcast: attribute values must be identical everywhere */
+    if (r->rank == 0) {
+        size_t len = 0;
+        for (int i = 0; i < argc && len < sizeof cmd - 2; i++)
+            len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", i ? " " : "",
+                                    argv[i]);
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        int l = 0;
+        MPI_Get_library_version(mpiv, &l);
+        char *nl = strchr(mpiv, '\n');
+        if (nl) *nl = '\0';
+        nl = strchr(mpiv, ',');
+        if (nl) *nl = '\0';
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        snprintf(cpu, sizeof cpu, "%s", ci.model);
+        snprintf(isa, sizeof isa,
+                 "%s (cpu: avx2=%d fma=%d avx512f=%d avx512bw=%d avx512vl=%d "
+                 "avx512_bf16=%d os_zmm=%d)",
+                 r->ops.name, ci.avx2, ci.fma, ci.avx512f, ci.avx512bw, ci.avx512vl,
+                 ci.avx512_bf16, ci.os_zmm);
+        snprintf(blas, sizeof blas, "%s", openblas_get_config());
+    }
+    bcast_str(cmd, sizeof cmd, r->comm);
+    bcast_str(created, sizeof created, r->comm);
+    bcast_str(mpiv, sizeof mpiv, r->comm);
+    bcast_str(cpu, sizeof cpu, r->comm);
+    bcast_str(isa, sizeof isa, r->comm);
+    bcast_str(blas, sizeof blas, r->comm);
+
+    TRY(rb_topo_collect(r->comm, &topo, e, el));
+    have_topo = 1;
+
+    TRY(rb_results_attr_str(r->res, "/", "format", "ropebench", e, el));
+    TRY(rb_results_attr_i64(r->res, "/", "format_version", 1, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "ropebench_version", RB_VERSION, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "git_describe", RB_GIT_DESCRIBE, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "created_utc", created, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "command_line", cmd, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "config_text", r->cfg->text, e, el));
+    TRY(rb_results_attr_i64(r->res, "/", "nranks", r->nranks, e, el));
+    TRY(rb_results_attr_i64(r->res, "/", "threads_per_rank", 1, e, el));
+    TRY(rb_results_attr_str(r->res, "/", "kernel", r->ops.name, e, el));
+
+    const char *p = "/provenance";
+    TRY(rb_results_attr_str(r->res, p, "compiler", RB_COMPILER, e, el));
+    TRY(rb_results_attr_str(r->res, p, "cflags", RB_CFLAGS, e, el));
+    TRY(rb_results_attr_str(r->res, p, "build_type", RB_BUILD_TYPE, e, el));
+    TRY(rb_results_attr_str(r->res, p, "kernel_isa", isa, e, el));
+    TRY(rb_results_attr_str(r->res, p, "cpu_model", cpu, e, el));
+    TRY(rb_results_attr_str(r->res, p, "mpi_version", mpiv, e, el));
+    TRY(rb_results_attr_str(r->res, p, "hdf5_version", rb_results_backend_version(), e,
+                            el));
+    TRY(rb_results_attr_str(r->res, p, "openblas_config", blas, e, el));
+    TRY(rb_results_attr_str(r->res, p, "hwloc_version", topo.hwloc_version, e, el));
+    TRY(rb_results_attr_str(r->res, p, "hostname", topo.rank_host[0], e, el));
+    TRY(rb_results_attr_str(r->res, p, "topology_summary", topo.summary, e, el));
+    TRY(rb_results_write_strings(r->res, "/provenance/hosts", topo.nhosts,
+                                 (const char *const *)topo.host_name, 0, e, el));
+    TRY(rb_results_write_strings(r->res, "/provenance/topology_xml", topo.nhosts,
+                                 (const char *const *)topo.host_xml, 0, e, el));
+    TRY(rb_results_write_strings(r->res, "/provenance/rank_host", topo.nranks,
+                                 (const char *const *)topo.rank_host, 0, e, el));
+    TRY(rb_results_write_strings(r->res, "/provenance/rank_binding", topo.nranks,
+                                 (const char *const *)topo.rank_binding, 0, e, el));
+    TRY(rb_results_flush(r->res, e, el));
+    if (r->rank == 0 && !r->quiet) {
+        fprintf(stderr, "ropebench %s: %d rank(s) on %d host(s); %s\n", RB_VERSION,
+                r->nranks, topo.nhosts, topo.summary);
+        for (int i = 0; i < topo.nranks; i++)
+            fprintf(stderr, "  rank %d on %s: %s\n", i, topo.rank_host[i],
+                    topo.rank_binding[i]);
+    }
+cleanup:
+    if (have_topo) rb_topo_free(&topo);
+    return rc;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static int count_cases(const rb_config *c)
+{
+    int n = 0;
+    if (c->modes[RB_MODE_FULL]) n += c->n_full_lens;
+    if (c->modes[RB_MODE_PROBE]) n += c->n_probe_lens;
+    return n * c->n_datasets * c->n_methods;
+}
+
+static void print_cases(const rb_config *c, int nranks)
+{
+    printf("%s", c->text);
+    printf("# cases (%d) on %d rank(s): name, rows, memory per rank [MiB]\n",
+           count_cases(c), nranks);
+    for (int mode = 0; mode < 2; mode++) {
+        if (!c->modes[mode]) continue;
+        int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;
+        const int64_t *lens = mode == RB_MODE_FULL ? c->full_lens : c->probe_lens;
+        for (int k = 0; k < nl; k++)
+            for (int di = 0; di < c->n_datasets; di++)
+                for (int mi = 0; mi < c->n_methods; mi++) {
+                    char name[160];
+                    int64_t *pp = NULL;
+                    int64_t rows = mode == RB_MODE_FULL ? lens[k] : probe_positions(c, lens[k], &pp);
+                    free(pp);
+                    case_name(name, sizeof name, c->methods[mi], c->factor, lens[k], mode,
+                              c->datasets[di]);
+                    printf("# %-44s %10lld %10.1f\n", name, (long long)rows,
+                           rb_config_case_bytes(c, (rb_mode)mode, lens[k], nranks) /
+                               1048576.0);
+                }
+    }
+}
+
+int rb_cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 's'},
+        {"output", required_argument, 0, 'o'}, {"dump-inputs", no_argument, 0, 'D'},
+        {"dry-run", no_argument, 0, 'n'},      {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
+        {0, 0, 0, 0}};
+    rb_run r;
+    rb_config cfg;
+    int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0;
+    const char *cfg_path = NULL, *out_path = "results.h5";
+    char **sets = NULL;
+    int n_sets = 0;
+    memset(&r, 0, sizeof r);
+
+    MPI_Init(&argc, &argv);
+    r.comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(r.comm, &r.rank);
+    MPI_Comm_size(r.comm, &r.nranks);
+
+    sets = calloc((size_t)argc + 1, sizeof *sets);
+    if (!sets) {
+        exit_code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":c:s:o:qh", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': cfg_path = optarg; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case 'o': out_path = optarg; break;
+        case 'D': r.dump = 1; break;
+        case 'n': dry = 1; break;
+        case 'q': r.quiet = 1; break;
+        case 'h':
+            if (r.rank == 0) usage(stdout);
+            goto cleanup;
+        case 'V':
+            if (r.rank == 0) printf("%s\n", rb_version_string());
+            goto cleanup;
+        case ':':
+            snprintf(r.err, sizeof r.err, "run: option %s needs a value", argv[optind - 1]);
+            usage_err = 1;
+            break;
+        default:
+            snprintf(r.err, sizeof r.err, "run: unknown option '%s' (see ropebench run --help)",
+                     argv[optind - 1]);
+            usage_err = 1;
+            break;
+        }
+        if (usage_err) break;
+    }
+    if (!usage_err && optind < argc) {
+        snprintf(r.err, sizeof r.err, "run: unexpected argument '%s'", argv[optind]);
+        usage_err = 1;
+    }
+    if (usage_err) {
+        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+
+    /* validate everything before any work */
+    rc = rb_config_load(&cfg, cfg_path, sets, n_sets, r.err, sizeof r.err);
+    if (rc == RB_OK) {
+        have_cfg = 1;
+        r.cfg = &cfg;
+        MPI_Comm node;
+        int here = 1, most = 1;
+        MPI_Comm_split_type(r.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &here);
+        MPI_Comm_free(&node);
+        MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, r.comm);
+        rc = rb_config_check_ranks(&cfg, r.nranks, most, r.err, sizeof r.err);
+    }
+    if (rc == RB_OK && r.dump) {
+        for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
+            if (!cfg.modes[mode]) continue;
+            int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
+            const int64_t *lens = mode == RB_MODE_FULL ? cfg.full_lens : cfg.probe_lens;
+            for (int k = 0; k < nl && rc == RB_OK; k++) {
+                double b = 3.0 * cfg.heads * (double)lens[k] * cfg.head_dim * 4;
+                if (b > RB_DUMP_LIMIT_BYTES)
+                    rc = rb_errf(r.err, sizeof r.err, RB_EINVAL,
+                                 "--dump-inputs: %lld tokens x %d heads would store %.0f MiB "
+                                 "of inputs per case (limit %.0f MiB); use smaller seq_lens",
+                                 (long long)lens[k], cfg.heads, b / 1048576.0,
+                                 RB_DUMP_LIMIT_BYTES / 1048576.0);
+            }
+        }
+    }
+    if (rc == RB_OK) {
+        const char *why = NULL;
+        rc = rb_kernels_select(getenv("ROPEBENCH_ISA"), &r.ops, &why, r.err, sizeof r.err);
+        if (rc == RB_OK && r.rank == 0 && !r.quiet && !dry)
+            fprintf(stderr, "ropebench: kernel %s (%s)\n", r.ops.name, why ? why : "");
+    }
+    if (rc != RB_OK) {
+        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    r.n_cases = count_cases(&cfg);
+    if (dry) {
+        if (r.rank == 0) print_cases(&cfg, r.nranks);
+        goto cleanup;
+    }
+    const char *ab = getenv("ROPEBENCH_TEST_ABORT_AFTER");
+    r.abort_after = ab ? atoi(ab) : 0;
+
+    r.t_start = MPI_Wtime();
+    rc = rb_results_create(&r.res, out_path, r.comm, r.err, sizeof r.err);
+    if (rc != RB_OK) {
+        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = rc == RB_EIO ? RB_EXIT_USAGE : RB_EXIT_FAIL;
+        goto cleanup;
+    }
+    rc = write_provenance(&r, argc, argv);
+    for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
+        if (!cfg.modes[mode]) continue;
+        int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
+        const int64_t *lens = mode == RB_MODE_FULL ? cfg.full_lens : cfg.probe_lens;
+        for (int k = 0; k < nl && rc == RB_OK; k++)
+            for (int di = 0; di < cfg.n_datasets && rc == RB_OK; di++)
+                rc = run_group(&r, mode, lens[k], cfg.datasets[di]);
+    }
+    if (rc != RB_OK) {
+        if (r.rank == 0)
+            fprintf(stderr, "\nropebench: %s\nropebench: finished cases stay readable in %s\n",
+                    r.err, out_path);
+        exit_code = RB_EXIT_FAIL;
+    }
+    {
+        char cerr[512];
+        int crc = rb_results_close(r.res, cerr, sizeof cerr);
+        r.res = NULL;
+        if (crc != RB_OK && exit_code == 0) {
+            if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", cerr);
+            exit_code = RB_EXIT_FAIL;
+        }
+    }
+    if (exit_code == 0 && r.rank == 0 && !r.quiet)
+        fprintf(stderr, "ropebench: %d cases in %.1f s -> %s\n", r.n_cases,
+                MPI_Wtime() - r.t_start, out_path);
+    if (exit_code == 0 && r.rank == 0) printf("%s\n", out_path);
+
+cleanup:
+    if (r.res) rb_results_close(r.res, NULL, 0);
+    if (have_cfg) rb_config_free(&cfg);
+    free(sets);
+    MPI_Finalize();
+    return exit_code;
+}

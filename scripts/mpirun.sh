@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# mpirun.sh — mpirun with the flags this machine needs: --allow-run-as-root as root,
+# --oversubscribe when ranks exceed cores, ROMIO for MPI-IO (Open MPI 4.1's ompio has
+# hung in collective HDF5 writes), no CMA single-copy (unavailable in containers).
+# usage: scripts/mpirun.sh NRANKS program args...
+set -euo pipefail
+n=$1; shift
+flags=()
+[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+[ "$n" -gt "$(nproc)" ] && flags+=(--oversubscribe)
+export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+exec mpirun "${flags[@]}" -n "$n" "$@"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# quickstart.sh — install what is missing, build, run the default study on 2 ranks,
+# and write results.h5 plus the report. usage: scripts/quickstart.sh [OUTDIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(realpath -m "${1:-$root/out}")
+"$root/scripts/setup.sh"
+cmake --preset default -S "$root" >/dev/null
+cmake --build "$root/build/default" -j"$(nproc)" --target ropebench
+mkdir -p "$out"
+start=$(date +%s)
+"$root/scripts/mpirun.sh" 2 "$root/build/default/ropebench" run -o "$out/results.h5"
+"$root/build/default/ropebench" report "$out/results.h5" -o "$out/report" >/dev/null
+echo "quickstart: done in $(( $(date +%s) - start )) s"
+echo "  results: $out/results.h5"
+echo "  report:  $out/report/report.md"
+echo "           $out/report/report.html"

@@ -1,0 +1,103 @@
+# tests/cli.cmake — the ropebench command end to end: option and config validation
+# (one clear line, exit 2, no crash), a small study on 1–4 ranks and every sharding
+# layout compared with the 1-rank run, an interrupted run, and the docs of every key.
+
+set(RB_EXE $<TARGET_FILE:ropebench>)
+set(RB_SMALL ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini)
+set(RB_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli)
+file(MAKE_DIRECTORY ${RB_WORK})
+file(WRITE ${RB_WORK}/unknown_key.ini "[study]\nheads = 1\nfoo = 3\n")
+file(WRITE ${RB_WORK}/unknown_section.ini "[modle]\nhead_dim = 64\n")
+file(WRITE ${RB_WORK}/twice.ini "[model]\nhead_dim = 64\nhead_dim = 32\n")
+file(WRITE ${RB_WORK}/syntax.ini "[model]\nhead_dim = 64\nthis line is not ini\n")
+file(WRITE ${RB_WORK}/not_a_results.h5 "this is text, not HDF5\n")
+
+# rb_cli_error(name rc regex args...) — `ropebench args...` must fail with exit rc and
+# one 'ropebench:' line matching regex.
+function(rb_cli_error name rc regex)
+  rb_add_test(NAME cli_error_${name} COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py ${rc} ${regex} -- ${ARGN})
+  set_tests_properties(cli_error_${name} PROPERTIES LABELS "cli")
+endfunction()
+
+set(R ${RB_EXE} run --dry-run -q)
+rb_cli_error(unknown_key 2 "unknown_key.ini:3: unknown key study.foo" ${R} -c ${RB_WORK}/unknown_key.ini)
+rb_cli_error(unknown_section 2 "unknown section \\[modle\\]" ${R} -c ${RB_WORK}/unknown_section.ini)
+rb_cli_error(key_twice 2 "model.head_dim given twice" ${R} -c ${RB_WORK}/twice.ini)
+rb_cli_error(syntax 2 "syntax.ini:3: syntax error" ${R} -c ${RB_WORK}/syntax.ini)
+rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
+rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})
+rb_cli_error(set_unknown 2 "--set model.hed_dim: unknown key" ${R} --set model.hed_dim=64)
+rb_cli_error(set_malformed 2 "expected section.key=value" ${R} --set head_dim)
+rb_cli_error(not_integer 2 "model.head_dim = 'abc': not an integer" ${R} --set model.head_dim=abc)
+rb_cli_error(odd_head_dim 2 "model.head_dim = 127: must be even" ${R} --set model.head_dim=127)
+rb_cli_error(rotary_gt_head 2 "model.rotary_dim = 256: must be in" ${R} --set model.rotary_dim=256)
+rb_cli_error(factor_lt_1 2 "scaling.factor = 0.5: must be >= 1" ${R} --set scaling.factor=0.5)
+rb_cli_error(unknown_method 2 "scaling.methods: unknown value 'rope2'" ${R} --set scaling.methods=yarn,rope2)
+rb_cli_error(dup_method 2 "scaling.methods: 'yarn' listed twice" ${R} --set scaling.methods=yarn,yarn)
+rb_cli_error(longrope_no_factors 2 "scaling.short_factor: longrope needs 64 values" ${R} --set scaling.methods=longrope)
+rb_cli_error(beta 2 "scaling.beta_fast = 1: must be greater than scaling.beta_slow" ${R} --set scaling.beta_fast=1)
+rb_cli_error(bool 2 "scaling.truncate = 'maybe': not a boolean" ${R} --set scaling.truncate=maybe)
+rb_cli_error(seq_len_multiple 2 "study.seq_lens: seq_len 4097 is not a multiple of 2" ${R} --set study.seq_lens=4097)
+rb_cli_error(bad_layout 2 "study.shard_layout: unknown value 'ring'" ${R} --set study.shard_layout=ring)
+rb_cli_error(bf16 2 "study.dtype = bf16: no bf16 kernel" ${R} --set study.dtype=bf16)
+rb_cli_error(memory 2 "study.probe_seq_lens: .* need .* GiB .* limit" ${R} --set study.probe_seq_lens=1G --set study.memory_limit_gib=1)
+rb_cli_error(needle_outside 2 "needle.positions/query_positions: needle 0" ${R} --set study.seq_lens=64 --set study.modes=full --set needle.positions=-100 --set needle.query_positions=-1)
+rb_cli_error(needle_after_query 2 "needle.positions: needle 0 at 10 comes after its query at 5" ${R} --set needle.positions=10 --set needle.query_positions=5)
+rb_cli_error(needle_count 2 "needle.query_positions: 1 entries, but needle.positions has 2" ${R} --set needle.positions=1,2 --set needle.query_positions=5)
+rb_cli_error(dump_too_big 2 "--dump-inputs: 1048576 tokens" ${RB_EXE} run -q --dump-inputs --dry-run)
+rb_cli_error(unknown_option 2 "run: unknown option '--frobnicate'" ${RB_EXE} run --frobnicate)
+rb_cli_error(unknown_command 2 "unknown command 'walk'" ${RB_EXE} walk)
+rb_cli_error(isa_unavailable 2 "ROPEBENCH_ISA=" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=avx9000 ${R})
+rb_cli_error(freqs_no_method 2 "freqs: --method is required" ${RB_EXE} freqs)
+rb_cli_error(freqs_bad_factor 2 "scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 0.25)
+rb_cli_error(report_missing 2 "nonexistent.h5" ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o ${RB_WORK}/r0)
+rb_cli_error(report_not_hdf5 2 "not_a_results.h5" ${RB_EXE} report ${RB_WORK}/not_a_results.h5 -o ${RB_WORK}/r1)
+# the same validation under mpirun on 2 ranks: still one line (rank 0 speaks), exit 2
+rb_add_test(NAME cli_error_mpi_factor COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 "scaling.factor = 0.5: must be >= 1" --
+  ${RB_MPIEXEC_CMD} 2 ${RB_EXE} run -q --set scaling.factor=0.5)
+rb_add_test(NAME cli_error_mpi_zigzag COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 "not a multiple of 6 required by zigzag on 3 ranks" --
+  ${RB_MPIEXEC_CMD} 3 ${RB_EXE} run -q -c ${RB_SMALL} --set study.seq_lens=244)
+
+# smoke: help, version, info, freqs
+foreach(sub run report freqs info)
+  rb_add_test(NAME cli_help_${sub} COMMAND ${RB_EXE} ${sub} --help)
+  set_tests_properties(cli_help_${sub} PROPERTIES PASS_REGULAR_EXPRESSION "usage: ")
+endforeach()
+rb_add_test(NAME cli_version COMMAND ${RB_EXE} --version)
+set_tests_properties(cli_version PROPERTIES PASS_REGULAR_EXPRESSION "^ropebench [0-9]+\\.[0-9]+\\.[0-9]+")
+rb_add_test(NAME cli_info COMMAND ${RB_EXE} info)
+set_tests_properties(cli_info PROPERTIES PASS_REGULAR_EXPRESSION "kernel +ref.*hdf5 +1\\.")
+# freqs: YaRN s=10, L0=2048 (the issue's known values): range (16, 41), pair 17
+rb_add_test(NAME cli_freqs_yarn COMMAND ${RB_EXE} freqs --method yarn --factor 10 --original-ctx 2048)
+set_tests_properties(cli_freqs_yarn PROPERTIES PASS_REGULAR_EXPRESSION
+  "attention_factor 1\\.230258509, correction range \\[16, 41\\].*\n +17 +8\\.3479")
+rb_add_test(NAME cli_docs_keys COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/docs_keys.py
+  ${RB_EXE} ${CMAKE_SOURCE_DIR}/docs/config.md)
+
+# the small study on 1 rank (reference) and on 2, 3, 4 ranks x every layout
+rb_add_mpi_test(NAME e2e_small_np1 NP 1 COMMAND ${RB_EXE} run -q -c ${RB_SMALL}
+  --set study.shard_layout=contiguous --dump-inputs -o ${RB_WORK}/small_np1.h5)
+set_tests_properties(e2e_small_np1 PROPERTIES FIXTURES_SETUP small_np1)
+foreach(np 1 2 3 4)
+  foreach(layout contiguous zigzag striped)
+    if(np EQUAL 1 AND layout STREQUAL contiguous)
+      continue()
+    endif()
+    set(t e2e_small_${layout}_np${np})
+    rb_add_mpi_test(NAME ${t}_run NP ${np} COMMAND ${RB_EXE} run -q -c ${RB_SMALL}
+      --set study.shard_layout=${layout} --dump-inputs -o ${RB_WORK}/${t}.h5)
+    set_tests_properties(${t}_run PROPERTIES FIXTURES_SETUP ${t})
+    rb_add_test(NAME ${t}_equal COMMAND ${RB_PYTHON}
+      ${CMAKE_CURRENT_SOURCE_DIR}/compare_results.py ${RB_WORK}/small_np1.h5 ${RB_WORK}/${t}.h5
+      --rtol 1e-6)
+    set_tests_properties(${t}_equal PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
+  endforeach()
+endforeach()
+
+rb_add_test(NAME e2e_interrupted COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interrupted.py
+  ${RB_WORK} ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
+rb_add_test(NAME e2e_report_small COMMAND ${RB_EXE} report ${RB_WORK}/small_np1.h5 -o ${RB_WORK}/small_report)
+set_tests_properties(e2e_report_small PROPERTIES FIXTURES_REQUIRED small_np1)

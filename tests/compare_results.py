@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""compare_results.py — two results files must hold the same cases with the same rows:
+positions equal, lse and entropy within RTOL relative (default 1e-6), outputs (when both
+stored them) within 1e-5 relative to the row's largest |output|.
+
+usage: compare_results.py REFERENCE.h5 OTHER.h5 [--rtol 1e-6]
+"""
+import sys
+
+import h5py
+import numpy as np
+
+
+def rel_err(a, b):
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300)
+    d = np.where(a == b, 0.0, np.abs(a - b) / scale)  # equal infinities are equal
+    return d
+
+
+def main():
+    ref_path, other_path = sys.argv[1], sys.argv[2]
+    rtol = float(sys.argv[sys.argv.index("--rtol") + 1]) if "--rtol" in sys.argv else 1e-6
+    passed = failed = 0
+    with h5py.File(ref_path, "r") as ref, h5py.File(other_path, "r") as oth:
+        names = sorted(ref["cases"].keys())
+        if sorted(oth["cases"].keys()) != names:
+            print(f"FAIL: case lists differ: {names} vs {sorted(oth['cases'].keys())}")
+            print("0 passed, 1 failed")
+            return 1
+        for name in names:
+            a, b = ref["cases"][name], oth["cases"][name]
+            if a.attrs.get("complete") != 1 or b.attrs.get("complete") != 1:
+                print(f"FAIL {name}: not complete in both files")
+                failed += 1
+                continue
+            pa, pb = a["rows/position"][()], b["rows/position"][()]
+            if not np.array_equal(pa, pb):
+                print(f"FAIL {name}: positions differ")
+                failed += 1
+                continue
+            for key, tol in (("lse", rtol), ("entropy", rtol)):
+                x, y = a["rows/" + key][()], b["rows/" + key][()]
+                e = rel_err(x, y)
+                if e.max() > tol:
+                    h, i = np.unravel_index(np.argmax(e), e.shape)
+                    print(f"FAIL {name} {key}: head {h} row {i} position {pa[i]}: "
+                          f"{x[h, i]!r} vs {y[h, i]!r} (rel {e[h, i]:.3g} > {tol:g})")
+                    failed += 1
+                else:
+                    passed += 1
+            if "rows/output" in a and "rows/output" in b:
+                x = a["rows/output"][()].astype(np.float64)
+                y = b["rows/output"][()].astype(np.float64)
+                s = np.maximum(np.abs(x).max(axis=2, keepdims=True), 1e-30)
+                e = np.abs(x - y) / s
+                if e.max() > 1e-5:
+                    h, i, k = np.unravel_index(np.argmax(e), e.shape)
+                    print(f"FAIL {name} output: head {h} row {i} dim {k}: rel {e.max():.3g}")
+                    failed += 1
+                else:
+                    passed += 1
+    print(f"compared {ref_path} and {other_path} at rtol {rtol:g}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
