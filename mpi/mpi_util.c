@@ -1,0 +1,27 @@
+/* mpi_util.c — error helpers shared by mpi/: MPI error strings and collective agreement on a return code. */
+#include "mpi_internal.h"
+
+#include "rb_kernels.h"
+
+/* Contract in mpi_internal.h. */
+int rb_mpi_fail(char *err, size_t errlen, int mpirc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(mpirc, msg, &len) != MPI_SUCCESS || len <= 0)
+        return rb_errf(err, errlen, RB_EMPI, "%s: MPI error %d", what, mpirc);
+    msg[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING - 1] = '\0';
+    return rb_errf(err, errlen, RB_EMPI, "%s: %s", what, msg);
+}
+
+/* Contract in mpi_internal.h. */
+int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errlen)
+{
+    int all = rc;
+    int mrc = MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (mrc != MPI_SUCCESS)
+        return rb_mpi_fail(err, errlen, mrc, what);
+    if (all < 0 && rc == 0)
+        return rb_errf(err, errlen, all, "%s: failed on another rank (code %d)", what, all);
+    return all < 0 ? rc : 0;
+}

@@ -1,0 +1,163 @@
+/* ring.c — ring attention: rotated K/V blocks with their positions travel around the ranks; row states merge by log-sum-exp. */
+#include "rb_mpi.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+/* Largest single message, bytes: keeps every MPI count below INT_MAX. */
+#define RING_CHUNK ((size_t)1 << 30)
+
+/* One block as it travels: [k_pos int64 nk][k float nk*d][v float nk*d]. */
+typedef struct {
+    unsigned char *buf;
+    int64_t *pos;
+    float *k, *v;
+} ring_block;
+
+static void block_bind(ring_block *b, int64_t nk, int d)
+{
+    b->pos = (int64_t *)b->buf;
+    b->k = (float *)(b->buf + (size_t)nk * sizeof(int64_t));
+    b->v = b->k + (size_t)nk * (size_t)d;
+}
+
+/* Send `bytes` of sbuf to dst while receiving as many into rbuf from src, in chunks of
+ * at most RING_CHUNK. Blocking. */
+static int sendrecv_bytes(const void *sbuf, void *rbuf, size_t bytes, int dst, int src,
+                          MPI_Comm comm, char *err, size_t errlen)
+{
+    size_t off = 0;
+    do {
+        size_t n = bytes - off < RING_CHUNK ? bytes - off : RING_CHUNK;
+        int mrc = MPI_Sendrecv((const unsigned char *)sbuf + off, (int)n, MPI_BYTE, dst, 71,
+                               (unsigned char *)rbuf + off, (int)n, MPI_BYTE, src, 71, comm,
+                               MPI_STATUS_IGNORE);
+        if (mrc != MPI_SUCCESS)
+            return rb_mpi_fail(err, errlen, mrc, "ring attention: MPI_Sendrecv");
+        off += n;
+    } while (off < bytes);
+    return RB_OK;
+}
+
+/* Contract in rb_mpi.h. Additionally: argument errors on any rank, or ranks passing
+ * different nk, make every rank return RB_EINVAL (checked collectively before any
+ * exchange, so nobody hangs); a tile kernel failure on one rank lets the ring finish
+ * and then every rank returns that code. t may be NULL. */
+int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
+                      const int64_t *q_pos, int64_t nq, const float *k, const float *v,
+                      const int64_t *k_pos, int64_t nk, int d, double scale,
+                      double *state, rb_timing *t, rb_progress_fn progress,
+                      void *progress_user, char *err, size_t errlen)
+{
+    double t_start = MPI_Wtime();
+    rb_timing tm = {0, 0, 0, 0};
+    ring_block blk[2] = {{0}, {0}};
+    double *fresh = NULL;
+    int rc = RB_OK, mrc, rank = 0, nranks = 1;
+
+    if ((mrc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+        (mrc = MPI_Comm_size(comm, &nranks)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "ring attention: communicator");
+        goto cleanup;
+    }
+
+    /* Arguments, checked on every rank, then agreed on together with nk. */
+    int bad = 0;
+    if (!ops || !ops->tile)
+        bad = rb_errf(err, errlen, RB_EINVAL, "ring attention: no tile kernel given");
+    else if (d <= 0)
+        bad = rb_errf(err, errlen, RB_EINVAL, "ring attention: head_dim %d must be positive", d);
+    else if (nq < 0 || nk < 0)
+        bad = rb_errf(err, errlen, RB_EINVAL, "ring attention: negative row count (nq %lld, nk %lld)",
+                      (long long)nq, (long long)nk);
+    else if ((nq > 0 && (!q || !q_pos || !state)) || (nk > 0 && (!k || !v || !k_pos)))
+        bad = rb_errf(err, errlen, RB_EINVAL, "ring attention: NULL buffer");
+    long long chk[3] = {bad ? 1 : 0, (long long)nk, -(long long)nk}, all[3];
+    if ((mrc = MPI_Allreduce(chk, all, 3, MPI_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "ring attention: MPI_Allreduce");
+        goto cleanup;
+    }
+    if (bad) {
+        rc = bad;
+        goto cleanup;
+    }
+    if (all[0]) {
+        rc = rb_errf(err, errlen, RB_EINVAL, "ring attention: bad arguments on another rank");
+        goto cleanup;
+    }
+    if (all[1] != -all[2]) {
+        rc = rb_errf(err, errlen, RB_EINVAL,
+                     "ring attention: ranks pass different key counts (%lld to %lld); "
+                     "shards must be equal", -all[2], all[1]);
+        goto cleanup;
+    }
+
+    const size_t stride = RB_STATE_STRIDE(d);
+    const size_t bytes = (size_t)nk * (sizeof(int64_t) + 2 * (size_t)d * sizeof(float));
+    int alloc_rc = RB_OK;
+    fresh = malloc((nq > 0 ? (size_t)nq : 1) * stride * sizeof(double));
+    for (int b = 0; b < 2; b++)
+        blk[b].buf = malloc(bytes > 0 ? bytes : 1);
+    if (!fresh || !blk[0].buf || !blk[1].buf)
+        alloc_rc = rb_errf(err, errlen, RB_ENOMEM,
+                           "ring attention: cannot allocate %zu bytes of K/V blocks and "
+                           "%lld row states", 2 * bytes, (long long)nq);
+    if ((rc = rb_mpi_agree(comm, alloc_rc, "ring attention: allocation", err, errlen)) < 0)
+        goto cleanup;
+
+    for (int b = 0; b < 2; b++)
+        block_bind(&blk[b], nk, d);
+    if (nk > 0) {
+        memcpy(blk[0].pos, k_pos, (size_t)nk * sizeof(int64_t));
+        memcpy(blk[0].k, k, (size_t)nk * (size_t)d * sizeof(float));
+        memcpy(blk[0].v, v, (size_t)nk * (size_t)d * sizeof(float));
+    }
+    rb_state_init(state, nq, d);
+
+    const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+    int cur = 0, tile_rc = RB_OK;
+    for (int s = 0; s < nranks; s++) {
+        /* Step s: the block that started on rank (rank - s) mod N. After a kernel
+         * failure keep passing blocks, so the other ranks finish their ring. */
+        if (tile_rc == RB_OK && nq > 0 && nk > 0) {
+            double c0 = MPI_Wtime();
+            rb_state_init(fresh, nq, d);
+            int trc = ops->tile(q, q_pos, nq, blk[cur].k, blk[cur].v, blk[cur].pos, nk, d,
+                                scale, fresh);
+            double c1 = MPI_Wtime();
+            tm.compute_s += c1 - c0;
+            if (trc < 0) {
+                tile_rc = rb_errf(err, errlen, trc,
+                                  "ring attention: tile kernel %s failed (code %d) at step %d",
+                                  ops->name ? ops->name : "?", trc, s);
+            } else {
+                rb_state_merge(state, fresh, nq, d);
+                tm.merge_s += MPI_Wtime() - c1;
+            }
+        }
+        if (s + 1 < nranks) {
+            double w0 = MPI_Wtime();
+            rc = sendrecv_bytes(blk[cur].buf, blk[1 - cur].buf, bytes, next, prev, comm,
+                                err, errlen);
+            tm.comm_wait_s += MPI_Wtime() - w0;
+            if (rc < 0)
+                goto cleanup;
+            cur = 1 - cur;
+        }
+        if (progress)
+            progress(s + 1, nranks, progress_user);
+    }
+    rc = rb_mpi_agree(comm, tile_rc, "ring attention: tile kernel", err, errlen);
+
+cleanup:
+    free(fresh);
+    free(blk[0].buf);
+    free(blk[1].buf);
+    tm.total_s = MPI_Wtime() - t_start;
+    if (t)
+        *t = tm;
+    return rc;
+}

@@ -1,0 +1,306 @@
+/* test_dist_equiv.c — ring and probe attention on N ranks equal a single-process reference, for every sharding layout. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rb_datasets.h"
+#include "rb_kernels.h"
+#include "rb_mpi.h"
+
+#define TOL_STAT 1e-6 /* lse, entropy */
+#define TOL_OUT 1e-5  /* every output element */
+
+static int rank, nranks;
+static int n_pass, n_fail;   /* rank 0's counts */
+static double max_stat_err, max_out_err;
+static int rows_failed; /* failing rows printed so far (at most 20) */
+
+/* The error metric of this test: |x - ref| / max(|ref|, 1). */
+static double rel_err(double x, double ref)
+{
+    if (isinf(x) && isinf(ref) && (x > 0) == (ref > 0))
+        return 0.0;
+    double den = fabs(ref) > 1.0 ? fabs(ref) : 1.0;
+    double e = fabs(x - ref) / den;
+    return isnan(e) ? INFINITY : e;
+}
+
+/* Rotated rows of one tensor at the given positions (gaussian data, RoPE base 10000 on
+ * the whole head, neox pairs). */
+static int make_rows(const rb_dataset *ds, rb_tensor t, int head, const int64_t *pos, int64_t n,
+                     const double *inv_freq, float *out)
+{
+    char err[256];
+    int rc = rb_dataset_fill(ds, t, head, pos, n, out, err, sizeof err);
+    if (rc != RB_OK) {
+        printf("rank %d: rb_dataset_fill: %s\n", rank, err);
+        return rc;
+    }
+    if (t != RB_TENSOR_V)
+        rb_rope_apply(out, n, (size_t)ds->head_dim, pos, inv_freq, ds->head_dim, ds->head_dim,
+                      RB_LAYOUT_NEOX, 1.0);
+    return RB_OK;
+}
+
+/* Compare one row (lse, entropy, out[d]) with the reference; prints on failure. */
+static int compare_row(const char *mode, const char *layout, int64_t L, int head, double scale,
+                       int64_t g, double lse, double ent, const double *out, double rlse,
+                       double rent, const double *rout, int d)
+{
+    double el = rel_err(lse, rlse), ee = rel_err(ent, rent), eo = 0.0;
+    int jo = 0;
+    for (int j = 0; j < d; j++) {
+        double e = rel_err(out[j], rout[j]);
+        if (e > eo) {
+            eo = e;
+            jo = j;
+        }
+    }
+    double es = el > ee ? el : ee;
+    if (es > max_stat_err)
+        max_stat_err = es;
+    if (eo > max_out_err)
+        max_out_err = eo;
+    if (el <= TOL_STAT && ee <= TOL_STAT && eo <= TOL_OUT)
+        return 1;
+    if (++rows_failed > 20)
+        return 0; /* enough said */
+    printf("FAIL %s layout %s ranks %d L %lld head %d scale %.4g row %lld: lse %.15g ref %.15g "
+           "(err %.2e); entropy %.15g ref %.15g (err %.2e); out[%d] %.9g ref %.9g (err %.2e)\n",
+           mode, layout, nranks, (long long)L, head, scale, (long long)g, lse, rlse, el, ent, rent,
+           ee, jo, out[jo], rout[jo], eo);
+    return 0;
+}
+
+static int progress_steps, progress_bad;
+static void on_progress(int step, int nsteps, void *user)
+{
+    (void)user;
+    if (step != progress_steps + 1 || nsteps != nranks)
+        progress_bad = 1;
+    progress_steps = step;
+}
+
+/* Single-process reference on rank 0: every row of the causal attention over positions
+ * 0..L-1 in one tile call. lse/ent [L], out [L][d]. */
+static int reference(const rb_dataset *ds, int head, int64_t L, const double *inv_freq,
+                     double scale, double *lse, double *ent, double *out)
+{
+    int d = ds->head_dim, rc = RB_ENOMEM;
+    int64_t *pos = malloc((size_t)L * sizeof *pos);
+    float *q = malloc((size_t)L * d * sizeof *q), *k = malloc((size_t)L * d * sizeof *k),
+          *v = malloc((size_t)L * d * sizeof *v);
+    double *st = malloc((size_t)L * RB_STATE_STRIDE(d) * sizeof *st);
+    if (!pos || !q || !k || !v || !st)
+        goto cleanup;
+    for (int64_t i = 0; i < L; i++)
+        pos[i] = i;
+    if ((rc = make_rows(ds, RB_TENSOR_Q, head, pos, L, inv_freq, q)) ||
+        (rc = make_rows(ds, RB_TENSOR_K, head, pos, L, inv_freq, k)) ||
+        (rc = make_rows(ds, RB_TENSOR_V, head, pos, L, inv_freq, v)))
+        goto cleanup;
+    rb_state_init(st, L, d);
+    rc = rb_attn_tile_ref(q, pos, L, k, v, pos, L, d, scale, st);
+    rb_state_finalize(st, L, d, lse, ent, out);
+cleanup:
+    free(pos);
+    free(q);
+    free(k);
+    free(v);
+    free(st);
+    return rc;
+}
+
+/* One (layout, L, head, scale): full mode by ring attention, then probe mode with the
+ * probe rows reduced on `root`. Counts cases on rank 0. */
+static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int head,
+                     const double *inv_freq, double scale, int root)
+{
+    const int d = ds->head_dim;
+    const char *ln = rb_shard_layout_name(s);
+    const rb_kernel_ops ops = {"ref", rb_attn_tile_ref};
+    char err[256];
+    int64_t n = rb_shard_local_count(s, L, nranks);
+    size_t sd = RB_STATE_STRIDE(d);
+
+    int64_t *pos = malloc((size_t)n * sizeof *pos);
+    float *q = malloc((size_t)n * d * sizeof *q), *k = malloc((size_t)n * d * sizeof *k),
+          *v = malloc((size_t)n * d * sizeof *v);
+    double *st = malloc((size_t)n * sd * sizeof *st);
+    /* per row: lse, entropy, out[d], position (as double: exact below 2^53) */
+    const int rowlen = d + 3;
+    double *mine = malloc((size_t)n * rowlen * sizeof *mine);
+    double *all = malloc((size_t)L * rowlen * sizeof *all);
+    double *rlse = malloc((size_t)L * sizeof *rlse), *rent = malloc((size_t)L * sizeof *rent),
+           *rout = malloc((size_t)L * d * sizeof *rout);
+
+    for (int64_t i = 0; i < n; i++)
+        pos[i] = rb_shard_global(s, L, nranks, rank, i);
+    int rc = make_rows(ds, RB_TENSOR_Q, head, pos, n, inv_freq, q);
+    rc |= make_rows(ds, RB_TENSOR_K, head, pos, n, inv_freq, k);
+    rc |= make_rows(ds, RB_TENSOR_V, head, pos, n, inv_freq, v);
+    if (rank == 0)
+        rc |= reference(ds, head, L, inv_freq, scale, rlse, rent, rout);
+
+    /* ---- full mode: ring ---- */
+    rb_timing tm;
+    progress_steps = progress_bad = 0;
+    int rrc = rb_ring_attention(MPI_COMM_WORLD, &ops, q, pos, n, k, v, pos, n, d, scale, st, &tm,
+                                on_progress, NULL, err, sizeof err);
+    if (rrc != RB_OK)
+        printf("FAIL ring layout %s ranks %d rank %d: rc %d: %s\n", ln, nranks, rank, rrc, err);
+    int local_ok = rrc == RB_OK && rc == RB_OK && !progress_bad && progress_steps == nranks &&
+                   tm.compute_s >= 0 && tm.comm_wait_s >= 0 && tm.merge_s >= 0 &&
+                   tm.total_s >= tm.compute_s;
+    if (rrc == RB_OK && !local_ok)
+        printf("FAIL ring layout %s ranks %d rank %d: progress (%d steps, bad %d) or timing "
+               "(compute %g wait %g merge %g total %g) wrong\n", ln, nranks, rank, progress_steps,
+               progress_bad, tm.compute_s, tm.comm_wait_s, tm.merge_s, tm.total_s);
+    for (int64_t i = 0; i < n; i++) {
+        double *row = mine + (size_t)i * rowlen;
+        rb_state_finalize(st + (size_t)i * sd, 1, d, &row[0], &row[1], &row[2]);
+        row[d + 2] = (double)pos[i];
+    }
+    MPI_Gather(mine, (int)(n * rowlen), MPI_DOUBLE, all, (int)(n * rowlen), MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    int all_ok = 0;
+    MPI_Reduce(&local_ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        int ok = all_ok;
+        unsigned char *seen = calloc((size_t)L, 1);
+        for (int64_t r = 0; r < L && all_ok; r++) {
+            const double *row = all + (size_t)r * rowlen;
+            int64_t g = (int64_t)row[d + 2];
+            if (g < 0 || g >= L || seen[g]) {
+                printf("FAIL ring layout %s ranks %d: gathered row %lld has position %lld\n", ln,
+                       nranks, (long long)r, (long long)g);
+                ok = 0;
+                break;
+            }
+            seen[g] = 1;
+            ok &= compare_row("ring", ln, L, head, scale, g, row[0], row[1], row + 2, rlse[g],
+                              rent[g], rout + (size_t)g * d, d);
+        }
+        free(seen);
+        if (ok)
+            n_pass++;
+        else
+            n_fail++;
+    }
+
+    /* ---- probe mode: position 0 (one visible key), small, middle, rank boundaries,
+     * last ---- */
+    int64_t probes[16];
+    int np = 0;
+    const int64_t cand[] = {0, 1, 2, 5, L / 4, L / 2 - 1, L / 2, (2 * L) / 3, L - 2, L - 1,
+                            L / nranks - 1, (L / nranks) % L, 17, 40, 63, L - 1};
+    for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
+        probes[np++] = cand[c]; /* duplicates on purpose: each is its own row */
+    float *pq = malloc((size_t)np * d * sizeof *pq);
+    double *pst = malloc((size_t)np * sd * sizeof *pst);
+    int prc = make_rows(ds, RB_TENSOR_Q, head, probes, np, inv_freq, pq);
+    int qrc = rb_probe_attention(MPI_COMM_WORLD, root, &ops, pq, probes, np, k, v, pos, n, d,
+                                 scale, pst, &tm, err, sizeof err);
+    if (qrc != RB_OK)
+        printf("FAIL probe layout %s ranks %d rank %d: rc %d: %s\n", ln, nranks, rank, qrc, err);
+    local_ok = qrc == RB_OK && prc == RB_OK && tm.total_s >= tm.compute_s && tm.merge_s >= 0 &&
+               tm.comm_wait_s >= 0;
+    /* Root sends its finished rows to rank 0, which holds the reference. */
+    double *prow = malloc((size_t)np * rowlen * sizeof *prow);
+    if (rank == root)
+        for (int i = 0; i < np; i++) {
+            double *row = prow + (size_t)i * rowlen;
+            rb_state_finalize(pst + (size_t)i * sd, 1, d, &row[0], &row[1], &row[2]);
+        }
+    if (root != 0) {
+        if (rank == root)
+            MPI_Send(prow, np * rowlen, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD);
+        else if (rank == 0)
+            MPI_Recv(prow, np * rowlen, MPI_DOUBLE, root, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Reduce(&local_ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        int ok = all_ok;
+        if (!all_ok)
+            printf("FAIL probe layout %s ranks %d root %d: a rank failed\n", ln, nranks, root);
+        for (int i = 0; i < np && all_ok; i++) {
+            const double *row = prow + (size_t)i * rowlen;
+            int64_t g = probes[i];
+            ok &= compare_row("probe", ln, L, head, scale, g, row[0], row[1], row + 2, rlse[g],
+                              rent[g], rout + (size_t)g * d, d);
+        }
+        /* Position 0 sees exactly one key: entropy 0, output = v[0]. */
+        if (all_ok && (fabs(prow[1]) > 1e-12 || fabs(prow[2] - rout[0]) > 1e-12)) {
+            printf("FAIL probe layout %s ranks %d: position 0 entropy %.3g (want 0), out[0] %.9g "
+                   "(want %.9g)\n", ln, nranks, prow[1], prow[2], rout[0]);
+            ok = 0;
+        }
+        if (ok)
+            n_pass++;
+        else
+            n_fail++;
+    }
+
+    free(pq);
+    free(pst);
+    free(prow);
+    free(pos);
+    free(q);
+    free(k);
+    free(v);
+    free(st);
+    free(mine);
+    free(all);
+    free(rlse);
+    free(rent);
+    free(rout);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (rank == 0)
+        printf("test_dist_equiv on %d ranks: ring (full) and probe attention vs a single-process "
+               "rb_attn_tile_ref over all positions; error = |x - ref| / max(|ref|, 1); lse and "
+               "entropy <= %g, outputs <= %g\n", nranks, TOL_STAT, TOL_OUT);
+
+    const int d = 64;
+    double inv_freq[32];
+    for (int j = 0; j < d / 2; j++)
+        inv_freq[j] = pow(10000.0, -2.0 * j / d);
+    rb_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    ds.kind = RB_DATA_GAUSSIAN;
+    ds.seed = 12345;
+    ds.head_dim = d;
+
+    const rb_shard_layout layouts[] = {RB_SHARD_CONTIGUOUS, RB_SHARD_ZIGZAG, RB_SHARD_STRIPED};
+    const int64_t lens[] = {96, 120};
+    const int heads[] = {0, 3};
+    const double scales[] = {1.0 / sqrt((double)d), 4.0 / sqrt((double)d)};
+    for (int li = 0; li < 3; li++)
+        for (int Li = 0; Li < 2; Li++) {
+            char err[256];
+            if (rb_shard_check(layouts[li], lens[Li], nranks, err, sizeof err) != RB_OK) {
+                if (rank == 0)
+                    printf("skip %s\n", err);
+                continue;
+            }
+            for (int hi = 0; hi < 2; hi++)
+                for (int si = 0; si < 2; si++)
+                    run_case(layouts[li], lens[Li], &ds, heads[hi], inv_freq, scales[si],
+                             (hi + si) % nranks == 0 ? 0 : nranks - 1);
+        }
+
+    int counts[2] = {n_pass, n_fail};
+    MPI_Bcast(counts, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("max error: lse/entropy %.3e, outputs %.3e\n%d passed, %d failed\n", max_stat_err,
+               max_out_err, counts[0], counts[1]);
+    MPI_Finalize();
+    return counts[1] || counts[0] == 0 ? 1 : 0;
+}
