@@ -296,6 +296,46 @@ int main(int argc, char **argv)
                              (hi + si) % nranks == 0 ? 0 : nranks - 1);
         }
 
+    /* Bad arguments: every rank must return RB_EINVAL together (no hang, no crash). */
+    {
+        const rb_kernel_ops ops = {"ref", rb_attn_tile_ref};
+        float buf[2 * 64];
+        int64_t p[2] = {0, 1};
+        double st[2 * 67];
+        char err[256];
+        struct { const char *name; int rc; } bad[4];
+        /* rank 0 passes one key fewer (shards of different sizes), when N >= 2 */
+        bad[0].name = "ring with different nk on rank 0";
+        bad[0].rc = rb_ring_attention(MPI_COMM_WORLD, &ops, buf, p, 2, buf, buf, p,
+                                      nranks > 1 && rank == 0 ? 1 : 2, d, 1.0, st, NULL, NULL,
+                                      NULL, err, sizeof err);
+        bad[1].name = "ring with no tile kernel on the last rank";
+        bad[1].rc = rb_ring_attention(MPI_COMM_WORLD, rank == nranks - 1 ? NULL : &ops, buf, p,
+                                      2, buf, buf, p, 2, d, 1.0, st, NULL, NULL, NULL, err,
+                                      sizeof err);
+        bad[2].name = "probe with root out of range";
+        bad[2].rc = rb_probe_attention(MPI_COMM_WORLD, nranks, &ops, buf, p, 2, buf, buf, p, 2,
+                                       d, 1.0, st, NULL, err, sizeof err);
+        MPI_Datatype ty;
+        MPI_Op op;
+        bad[3].name = "merge op for head_dim 0";
+        bad[3].rc = rb_mpi_merge_create(0, &ty, &op);
+        for (int b = 0; b < 4; b++) {
+            int want = b == 0 && nranks == 1 ? RB_OK : RB_EINVAL, all_ok = 0;
+            int ok = bad[b].rc == want;
+            MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+            if (!ok)
+                printf("FAIL ranks %d rank %d: %s returned %d, want %d (%s)\n", nranks, rank,
+                       bad[b].name, bad[b].rc, want, err);
+            if (rank == 0) {
+                if (all_ok)
+                    n_pass++;
+                else
+                    n_fail++;
+            }
+        }
+    }
+
     int counts[2] = {n_pass, n_fail};
     MPI_Bcast(counts, 2, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0)
