@@ -25,6 +25,11 @@ typedef struct rb_results rb_results; /* opaque */
 int rb_results_create(rb_results **out, const char *path, MPI_Comm comm, char *err,
                       size_t errlen);
 
+/* Open an existing results file read-write (for --resume): RB_EIO if it is missing
+ * or not HDF5. */
+int rb_results_open(rb_results **out, const char *path, MPI_Comm comm, char *err,
+                    size_t errlen);
+
 /* Attributes on an object (group created if missing). Strings are fixed-length,
  * null-terminated ASCII/UTF-8. */
 int rb_results_attr_str(rb_results *r, const char *obj, const char *name,
@@ -34,9 +39,19 @@ int rb_results_attr_f64(rb_results *r, const char *obj, const char *name, double
 int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_t v,
                         char *err, size_t errlen);
 
+/* Read an integer attribute (e.g. "complete"): 1 and *v set if it exists, 0 if the
+ * object or the attribute is missing, negative RB_E code on a read error. */
+int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
+                            int64_t *v, char *err, size_t errlen);
+
+/* Unlink an object (e.g. an incomplete case group before it is redone); a missing
+ * object is not an error. The space is not reclaimed (HDF5 has no free-space reuse
+ * across sessions by default). */
+int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen);
+
 /* Dataset whose whole content is held by `root` (others' data pointers ignored):
  * rank-many dims (1 or 2), float64 or int64. Written collectively (root selects all,
- * others select none). */
+ * others select none). Any existing object at path is replaced. */
 int rb_results_write_f64(rb_results *r, const char *path, int rank, const int64_t *dims,
                          const double *data, int root, char *err, size_t errlen);
 int rb_results_write_i64(rb_results *r, const char *path, int rank, const int64_t *dims,
@@ -61,7 +76,8 @@ int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
                               int64_t n_total, int row_len, const rb_shard_run *runs,
                               int nruns, const float *local, char *err, size_t errlen);
 
-/* Does the object exist? (collective metadata read; 1 yes, 0 no) */
+/* Does the object exist? (collective metadata read; 1 yes, 0 no, -1 not an absolute
+ * path) */
 int rb_results_exists(rb_results *r, const char *path);
 
 /* Push everything written so far to disk (H5Fflush), so that an interruption later

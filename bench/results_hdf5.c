@@ -1,1 +1,625 @@
-/* results_hdf5.c — placeholder being written (HDF5 backend of rb_results.h). */
+/* results_hdf5.c — the parallel-HDF5 backend of rb_results.h (mpio driver, collective I/O). */
+#include "rb_results.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rb_kernels.h"
+
+struct rb_results {
+    hid_t file;
+    hid_t dxpl; /* collective data transfer */
+    hid_t lcpl; /* creates missing parent groups */
+    MPI_Comm comm;
+    int rank, nranks;
+};
+
+/* ---- errors ----------------------------------------------------------------------- */
+
+typedef struct {
+    char desc[256];
+    char func[64];
+    int found;
+} h5_inner;
+
+/* Walked upward, entry 0 is the innermost (most specific) error of the stack. */
+static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    h5_inner *in = data;
+    if (n == 0 && e) {
+        snprintf(in->desc, sizeof in->desc, "%s", e->desc ? e->desc : "");
+        snprintf(in->func, sizeof in->func, "%s", e->func_name ? e->func_name : "");
+        in->found = 1;
+    }
+    return 0;
+}
+
+/* Fill err with "results: <path>: <call> failed: <HDF5's innermost message> (in
+ * <H5 function>, <file>:<line>)", clear the HDF5 error stack and return code. */
+static int h5_fail(char *err, size_t errlen, int code, const char *file, int line,
+                   const char *path, const char *call)
+{
+    h5_inner in = {{0}, {0}, 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_walk_cb, &in);
+    H5Eclear2(H5E_DEFAULT);
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    if (in.found)
+        return rb_errf(err, errlen, code, "results: %s: %s failed: %s (in %s, %s:%d)",
+                       path, call, in.desc, in.func, base, line);
+    return rb_errf(err, errlen, code, "results: %s: %s failed (%s:%d)", path, call, base,
+                   line);
+}
+
+/* Evaluate an HDF5 call; on a negative result record HDF5's message and jump to the
+ * function's cleanup label with rc set. Needs `rc`, `err`, `errlen`, `path` in scope. */
+#define H5TRY(expr, call)                                                              \
+    do {                                                                               \
+        if ((expr) < 0) {                                                              \
+            rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, call);         \
+            goto cleanup;                                                              \
+        }                                                                              \
+    } while (0)
+
+/* Agree on a local status: every rank gets the most negative code of all ranks, so
+ * that a local failure never leaves the others blocked in a later collective. */
+static int agree(rb_results *r, int rc, char *err, size_t errlen, const char *path)
+{
+    int all = rc;
+    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, r->comm) != MPI_SUCCESS)
+        return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Allreduce failed", path);
+    if (all < 0 && rc == RB_OK)
+        return rb_errf(err, errlen, all, "results: %s: failed on another rank", path);
+    return all;
+}
+
+/* ---- file ------------------------------------------------------------------------- */
+
+static int open_common(rb_results **out, const char *path, MPI_Comm comm, int create,
+                       char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t fapl = H5I_INVALID_HID;
+    rb_results *r = NULL;
+    if (!out || !path || !*path)
+        return rb_errf(err, errlen, RB_EINVAL, "results: no output path given");
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    r = calloc(1, sizeof *r);
+    if (!r)
+        return rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", path);
+    r->file = r->dxpl = r->lcpl = H5I_INVALID_HID;
+    if (MPI_Comm_dup(comm, &r->comm) != MPI_SUCCESS) {
+        free(r);
+        return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Comm_dup failed", path);
+    }
+    MPI_Comm_rank(r->comm, &r->rank);
+    MPI_Comm_size(r->comm, &r->nranks);
+
+    H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");
+    H5TRY(H5Pset_fapl_mpio(fapl, r->comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
+    /* Metadata reads done once and broadcast; metadata written collectively. */
+    H5TRY(H5Pset_all_coll_metadata_ops(fapl, 1), "H5Pset_all_coll_metadata_ops");
+    H5TRY(H5Pset_coll_metadata_write(fapl, 1), "H5Pset_coll_metadata_write");
+    if (create)
+        H5TRY(r->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "H5Fcreate");
+    else
+        H5TRY(r->file = H5Fopen(path, H5F_ACC_RDWR, fapl), "H5Fopen");
+    H5TRY(r->dxpl = H5Pcreate(H5P_DATASET_XFER), "H5Pcreate");
+    H5TRY(H5Pset_dxpl_mpio(r->dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
+    H5TRY(r->lcpl = H5Pcreate(H5P_LINK_CREATE), "H5Pcreate");
+    H5TRY(H5Pset_create_intermediate_group(r->lcpl, 1), "H5Pset_create_intermediate_group");
+
+cleanup:
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (rc != RB_OK) {
+        rb_results_close(r, NULL, 0);
+        return rc;
+    }
+    *out = r;
+    return RB_OK;
+}
+
+/* rb_results_create: see rb_results.h. Collective; the file is truncated. */
+int rb_results_create(rb_results **out, const char *path, MPI_Comm comm, char *err,
+                      size_t errlen)
+{
+    return open_common(out, path, comm, 1, err, errlen);
+}
+
+/* rb_results_open: see rb_results.h. Collective; opens an existing file read-write. */
+int rb_results_open(rb_results **out, const char *path, MPI_Comm comm, char *err,
+                    size_t errlen)
+{
+    return open_common(out, path, comm, 0, err, errlen);
+}
+
+/* rb_results_flush: see rb_results.h. */
+int rb_results_flush(rb_results *r, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = "/";
+    if (!r)
+        return rb_errf(err, errlen, RB_EINVAL, "results: flush of a closed file");
+    H5TRY(H5Fflush(r->file, H5F_SCOPE_GLOBAL), "H5Fflush");
+cleanup:
+    return rc;
+}
+
+/* rb_results_close: see rb_results.h. Also checks that no HDF5 object of the file is
+ * still open (a leak in this backend), which is reported as RB_EIO. */
+int rb_results_close(rb_results *r, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = "/";
+    if (!r)
+        return RB_OK;
+    if (r->file >= 0) {
+        ssize_t n = H5Fget_obj_count(r->file, H5F_OBJ_ALL | H5F_OBJ_LOCAL);
+        if (n > 1 && rc == RB_OK)
+            rc = rb_errf(err, errlen, RB_EIO,
+                         "results: %zd HDF5 objects still open at close (backend leak)",
+                         n - 1);
+        if (H5Fclose(r->file) < 0 && rc == RB_OK)
+            rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fclose");
+    }
+    if (r->dxpl >= 0)
+        H5Pclose(r->dxpl);
+    if (r->lcpl >= 0)
+        H5Pclose(r->lcpl);
+    if (r->comm != MPI_COMM_NULL && r->comm != 0)
+        MPI_Comm_free(&r->comm);
+    free(r);
+    return rc;
+}
+
+/* rb_results_backend_version: see rb_results.h. */
+const char *rb_results_backend_version(void)
+{
+    static char buf[32];
+    unsigned maj = 0, min = 0, rel = 0;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
+    return buf;
+}
+
+/* ---- objects ---------------------------------------------------------------------- */
+
+/* 1 if every component of path exists as a link, 0 if one is missing, <0 on error. */
+static int path_exists(hid_t file, const char *path)
+{
+    char buf[1024];
+    if (!path || path[0] != '/' || strlen(path) >= sizeof buf)
+        return -1;
+    if (strcmp(path, "/") == 0)
+        return 1;
+    strcpy(buf, path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            htri_t e = H5Lexists(file, buf, H5P_DEFAULT);
+            *p = c;
+            if (e <= 0)
+                return e < 0 ? -1 : 0;
+            if (c == '\0')
+                return 1;
+        }
+    }
+}
+
+/* rb_results_exists: see rb_results.h. Returns -1 on a bad path. */
+int rb_results_exists(rb_results *r, const char *path)
+{
+    if (!r)
+        return -1;
+    int e = path_exists(r->file, path);
+    H5Eclear2(H5E_DEFAULT);
+    return e;
+}
+
+/* Open the object at path, creating a group (and its parents) when it is missing. */
+static int open_or_make_group(rb_results *r, const char *path, hid_t *obj, char *err,
+                              size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t g = H5I_INVALID_HID;
+    int e = path_exists(r->file, path);
+    if (e < 0)
+        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path",
+                       path ? path : "(null)");
+    if (e == 0)
+        H5TRY(g = H5Gcreate2(r->file, path, r->lcpl, H5P_DEFAULT, H5P_DEFAULT),
+              "H5Gcreate2");
+    else
+        H5TRY(g = H5Oopen(r->file, path, H5P_DEFAULT), "H5Oopen");
+cleanup:
+    *obj = g;
+    return rc;
+}
+
+/* Write one scalar attribute of memory type mt and file type ft (replacing an
+ * existing attribute of the same name). */
+static int attr_write(rb_results *r, const char *obj, const char *name, hid_t ft,
+                      hid_t mt, const void *value, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t o = H5I_INVALID_HID, sp = H5I_INVALID_HID, a = H5I_INVALID_HID;
+    char path[1100];
+    if (!r || !obj || !name || !*name)
+        return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
+    snprintf(path, sizeof path, "%s@%s", obj, name);
+    rc = open_or_make_group(r, obj, &o, err, errlen);
+    if (rc != RB_OK)
+        goto cleanup;
+    htri_t ex;
+    H5TRY(ex = H5Aexists(o, name), "H5Aexists");
+    if (ex > 0)
+        H5TRY(H5Adelete(o, name), "H5Adelete");
+    H5TRY(sp = H5Screate(H5S_SCALAR), "H5Screate");
+    H5TRY(a = H5Acreate2(o, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT), "H5Acreate2");
+    H5TRY(H5Awrite(a, mt, value), "H5Awrite");
+cleanup:
+    if (a >= 0)
+        H5Aclose(a);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (o >= 0)
+        H5Oclose(o);
+    return rc;
+}
+
+/* Fixed-length, null-terminated UTF-8 string type of size n (>= 1). */
+static hid_t str_type(size_t n)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return t;
+    if (H5Tset_size(t, n < 1 ? 1 : n) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+        H5Tclose(t);
+        return H5I_INVALID_HID;
+    }
+    return t;
+}
+
+/* rb_results_attr_str: see rb_results.h. */
+int rb_results_attr_str(rb_results *r, const char *obj, const char *name,
+                        const char *value, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = obj ? obj : "(null)";
+    hid_t t = H5I_INVALID_HID;
+    if (!value)
+        value = "";
+    H5TRY(t = str_type(strlen(value) + 1), "H5Tset_size");
+    rc = attr_write(r, obj, name, t, t, value, err, errlen);
+cleanup:
+    if (t >= 0)
+        H5Tclose(t);
+    return rc;
+}
+
+/* rb_results_attr_f64: see rb_results.h. */
+int rb_results_attr_f64(rb_results *r, const char *obj, const char *name, double v,
+                        char *err, size_t errlen)
+{
+    return attr_write(r, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, err, errlen);
+}
+
+/* rb_results_attr_i64: see rb_results.h. */
+int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_t v,
+                        char *err, size_t errlen)
+{
+    return attr_write(r, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, err, errlen);
+}
+
+/* rb_results_attr_get_i64: see rb_results.h. */
+int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
+                            int64_t *v, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = obj ? obj : "(null)";
+    hid_t a = H5I_INVALID_HID;
+    if (!r || !obj || !name || !v)
+        return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
+    int e = path_exists(r->file, obj);
+    H5Eclear2(H5E_DEFAULT);
+    htri_t ae = 0;
+    if (e > 0)
+        H5TRY(ae = H5Aexists_by_name(r->file, obj, name, H5P_DEFAULT), "H5Aexists_by_name");
+    if (e <= 0 || ae == 0)
+        return 0;
+    H5TRY(a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
+          "H5Aopen_by_name");
+    H5TRY(H5Aread(a, H5T_NATIVE_INT64, v), "H5Aread");
+    rc = 1;
+cleanup:
+    if (a >= 0)
+        H5Aclose(a);
+    return rc;
+}
+
+/* rb_results_remove: see rb_results.h. */
+int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    if (!r || !path)
+        return rb_errf(err, errlen, RB_EINVAL, "results: remove without a path");
+    int e = path_exists(r->file, path);
+    H5Eclear2(H5E_DEFAULT);
+    if (e < 0)
+        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path", path);
+    if (e > 0)
+        H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
+cleanup:
+    return rc;
+}
+
+/* ---- datasets --------------------------------------------------------------------- */
+
+/* Create dataset path (replacing an existing one) with file type ft and dims. */
+static int dset_create(rb_results *r, const char *path, hid_t ft, int rank,
+                       const hsize_t *dims, hid_t *dset, hid_t *fspace, char *err,
+                       size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t dcpl = H5I_INVALID_HID;
+    *dset = *fspace = H5I_INVALID_HID;
+    int e = path_exists(r->file, path);
+    H5Eclear2(H5E_DEFAULT);
+    if (e < 0)
+        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path",
+                       path ? path : "(null)");
+    if (e > 0)
+        H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
+    H5TRY(*fspace = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");
+    H5TRY(dcpl = H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate");
+    /* Every element is written below: no fill pass over the file. */
+    H5TRY(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+    H5TRY(*dset = H5Dcreate2(r->file, path, ft, *fspace, r->lcpl, dcpl, H5P_DEFAULT),
+          "H5Dcreate2");
+cleanup:
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return rc;
+}
+
+/* Root-held dataset: root selects everything, the others nothing; collective write. */
+static int write_root(rb_results *r, const char *path, hid_t ft, hid_t mt, int rank,
+                      const int64_t *dims64, const void *data, int root, char *err,
+                      size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t d = H5I_INVALID_HID, fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+    hsize_t dims[2] = {0, 0};
+    hsize_t total = 1;
+    static const char dummy[16];
+    if (!r || !path)
+        return rb_errf(err, errlen, RB_EINVAL, "results: dataset without a path");
+    if (rank < 1 || rank > 2 || !dims64)
+        rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: rank %d (1 or 2 supported)",
+                     path, rank);
+    for (int i = 0; rc == RB_OK && i < rank; i++) {
+        if (dims64[i] < 0)
+            rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: negative dimension %lld",
+                         path, (long long)dims64[i]);
+        else {
+            dims[i] = (hsize_t)dims64[i];
+            total *= dims[i];
+        }
+    }
+    if (rc == RB_OK && r->rank == root && total > 0 && !data)
+        rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: no data on root", path);
+    if (root < 0 || root >= r->nranks)
+        rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: root %d out of range", path,
+                     root);
+    rc = agree(r, rc, err, errlen, path);
+    if (rc != RB_OK)
+        return rc;
+    rc = dset_create(r, path, ft, rank, dims, &d, &fs, err, errlen);
+    if (rc != RB_OK)
+        goto cleanup;
+    if (total > 0) {
+        H5TRY(ms = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");
+        if (r->rank != root) {
+            H5TRY(H5Sselect_none(fs), "H5Sselect_none");
+            H5TRY(H5Sselect_none(ms), "H5Sselect_none");
+            data = dummy;
+        }
+        H5TRY(H5Dwrite(d, mt, ms, fs, r->dxpl, data), "H5Dwrite");
+    }
+cleanup:
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0)
+        H5Dclose(d);
+    return rc;
+}
+
+/* rb_results_write_f64: see rb_results.h. */
+int rb_results_write_f64(rb_results *r, const char *path, int rank, const int64_t *dims,
+                         const double *data, int root, char *err, size_t errlen)
+{
+    return write_root(r, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rank, dims, data, root,
+                      err, errlen);
+}
+
+/* rb_results_write_i64: see rb_results.h. */
+int rb_results_write_i64(rb_results *r, const char *path, int rank, const int64_t *dims,
+                         const int64_t *data, int root, char *err, size_t errlen)
+{
+    return write_root(r, path, H5T_STD_I64LE, H5T_NATIVE_INT64, rank, dims, data, root,
+                      err, errlen);
+}
+
+/* rb_results_write_strings: see rb_results.h. The fixed length (longest + 1) is
+ * broadcast from root, so only root needs the strings. */
+int rb_results_write_strings(rb_results *r, const char *path, int n,
+                             const char *const *strings, int root, char *err,
+                             size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t t = H5I_INVALID_HID;
+    char *buf = NULL;
+    unsigned long long width = 1;
+    int64_t dims[1] = {n};
+    if (!r || !path)
+        return rb_errf(err, errlen, RB_EINVAL, "results: dataset without a path");
+    if (n < 0 || root < 0 || root >= r->nranks)
+        rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: bad count %d or root %d", path,
+                     n, root);
+    if (rc == RB_OK && r->rank == root) {
+        for (int i = 0; i < n; i++) {
+            size_t len = strings && strings[i] ? strlen(strings[i]) + 1 : 1;
+            if (len > width)
+                width = len;
+        }
+        buf = calloc(n > 0 ? (size_t)n : 1, width);
+        if (!buf)
+            rc = rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", path);
+        for (int i = 0; buf && i < n; i++)
+            if (strings && strings[i])
+                memcpy(buf + (size_t)i * width, strings[i], strlen(strings[i]));
+    }
+    rc = agree(r, rc, err, errlen, path);
+    if (rc != RB_OK)
+        goto cleanup;
+    if (MPI_Bcast(&width, 1, MPI_UNSIGNED_LONG_LONG, root, r->comm) != MPI_SUCCESS) {
+        rc = rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Bcast failed", path);
+        goto cleanup;
+    }
+    H5TRY(t = str_type((size_t)width), "H5Tset_size");
+    rc = write_root(r, path, t, t, 1, dims, buf, root, err, errlen);
+cleanup:
+    if (t >= 0)
+        H5Tclose(t);
+    free(buf);
+    return rc;
+}
+
+/* Distributed rows: the file selection is the union over runs of hyperslabs covering
+ * every head (and every element of a row when row_len > 0). HDF5 walks a selection in
+ * file (row-major) order, which is the memory order [heads][n_local][row_len] since
+ * runs are disjoint and in increasing global position. */
+static int write_rows(rb_results *r, const char *path, hid_t ft, hid_t mt, int heads,
+                      int64_t n_total, int row_len, const rb_shard_run *runs, int nruns,
+                      const void *local, int has_heads, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    hid_t d = H5I_INVALID_HID, fs = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+    hsize_t dims[3];
+    int nd = 0;
+    int64_t n_local = 0, last = -1;
+    static const char dummy[16];
+    if (!r || !path)
+        return rb_errf(err, errlen, RB_EINVAL, "results: dataset without a path");
+    if (heads < 1 || n_total < 0 || row_len < 0 || nruns < 0 || (nruns > 0 && !runs))
+        rc = rb_errf(err, errlen, RB_EINVAL,
+                     "results: %s: bad shape (heads %d, rows %lld, row_len %d, runs %d)",
+                     path, heads, (long long)n_total, row_len, nruns);
+    for (int i = 0; rc == RB_OK && i < nruns; i++) {
+        const rb_shard_run *u = &runs[i];
+        if (u->count == 0)
+            continue;
+        int64_t stride = u->count == 1 ? 1 : u->stride;
+        if (u->count < 0 || stride < 1 || u->start <= last ||
+            u->start + (u->count - 1) * stride >= n_total)
+            rc = rb_errf(err, errlen, RB_EINVAL,
+                         "results: %s: run %d (start %lld, stride %lld, count %lld) is "
+                         "not increasing within [0, %lld)",
+                         path, i, (long long)u->start, (long long)u->stride,
+                         (long long)u->count, (long long)n_total);
+        else {
+            last = u->start + (u->count - 1) * stride;
+            n_local += u->count;
+        }
+    }
+    if (rc == RB_OK && n_local > 0 && !local)
+        rc = rb_errf(err, errlen, RB_EINVAL, "results: %s: no local data", path);
+    rc = agree(r, rc, err, errlen, path);
+    if (rc != RB_OK)
+        return rc;
+
+    if (has_heads)
+        dims[nd++] = (hsize_t)heads;
+    dims[nd++] = (hsize_t)n_total;
+    if (row_len > 0)
+        dims[nd++] = (hsize_t)row_len;
+    rc = dset_create(r, path, ft, nd, dims, &d, &fs, err, errlen);
+    if (rc != RB_OK)
+        goto cleanup;
+
+    hsize_t nmem = (hsize_t)n_local * (has_heads ? (hsize_t)heads : 1) *
+                   (row_len > 0 ? (hsize_t)row_len : 1);
+    H5TRY(ms = H5Screate_simple(1, nmem > 0 ? &nmem : (hsize_t[]){1}, NULL),
+          "H5Screate_simple");
+    H5TRY(H5Sselect_none(fs), "H5Sselect_none");
+    if (nmem == 0) {
+        H5TRY(H5Sselect_none(ms), "H5Sselect_none");
+        local = dummy;
+    }
+    for (int i = 0; i < nruns; i++) {
+        const rb_shard_run *u = &runs[i];
+        if (u->count == 0)
+            continue;
+        hsize_t start[3], stride[3], count[3], block[3];
+        int k = 0;
+        if (has_heads) {
+            start[k] = 0, stride[k] = 1, count[k] = (hsize_t)heads, block[k] = 1;
+            k++;
+        }
+        start[k] = (hsize_t)u->start;
+        stride[k] = (hsize_t)(u->count == 1 ? 1 : u->stride);
+        count[k] = (hsize_t)u->count, block[k] = 1;
+        k++;
+        if (row_len > 0) {
+            start[k] = 0, stride[k] = 1, count[k] = 1, block[k] = (hsize_t)row_len;
+            k++;
+        }
+        H5TRY(H5Sselect_hyperslab(fs, H5S_SELECT_OR, start, stride, count, block),
+              "H5Sselect_hyperslab");
+    }
+    if (n_total > 0)
+        H5TRY(H5Dwrite(d, mt, ms, fs, r->dxpl, local), "H5Dwrite");
+cleanup:
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0)
+        H5Dclose(d);
+    return rc;
+}
+
+/* rb_results_write_rows_f64: see rb_results.h. */
+int rb_results_write_rows_f64(rb_results *r, const char *path, int heads,
+                              int64_t n_total, const rb_shard_run *runs, int nruns,
+                              const double *local, char *err, size_t errlen)
+{
+    return write_rows(r, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, heads, n_total, 0, runs,
+                      nruns, local, 1, err, errlen);
+}
+
+/* rb_results_write_rows_i64: see rb_results.h. */
+int rb_results_write_rows_i64(rb_results *r, const char *path, int64_t n_total,
+                              const rb_shard_run *runs, int nruns,
+                              const int64_t *local, char *err, size_t errlen)
+{
+    return write_rows(r, path, H5T_STD_I64LE, H5T_NATIVE_INT64, 1, n_total, 0, runs, nruns,
+                      local, 0, err, errlen);
+}
+
+/* rb_results_write_rows_f32: see rb_results.h. */
+int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
+                              int64_t n_total, int row_len, const rb_shard_run *runs,
+                              int nruns, const float *local, char *err, size_t errlen)
+{
+    return write_rows(r, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, heads, n_total, row_len,
+                      runs, nruns, local, 1, err, errlen);
+}
