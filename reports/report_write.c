@@ -1,0 +1,445 @@
+/* report_write.c — rb_report_write: report.md and a self-contained report.html (inline CSS and SVG, every file string escaped) from a results file. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rb_kernels.h"
+#include "rb_reports.h"
+#include "report_int.h"
+
+static const char *timing_label[RP_T_COUNT] = {"setup", "compute", "comm wait", "merge",
+                                               "total"};
+
+/* ---- escaping ---------------------------------------------------------------------- */
+
+static void html_esc(FILE *o, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", o); break;
+        case '<': fputs("&lt;", o); break;
+        case '>': fputs("&gt;", o); break;
+        case '"': fputs("&quot;", o); break;
+        case '\'': fputs("&#39;", o); break;
+        default: fputc(*s, o);
+        }
+    }
+}
+
+/* A Markdown table cell: no line breaks, no pipes, no raw HTML. */
+static void md_esc(FILE *o, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '|': fputs("\\|", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '`': fputs("\\`", o); break;
+        case '<': fputs("&lt;", o); break;
+        case '>': fputs("&gt;", o); break;
+        case '&': fputs("&amp;", o); break;
+        case '\n':
+        case '\r': fputc(' ', o); break;
+        default: fputc(*s, o);
+        }
+    }
+}
+
+static void fmt_num(char *b, size_t n, double v, const char *f)
+{
+    if (isnan(v))
+        snprintf(b, n, "n/a");
+    else
+        snprintf(b, n, f, v);
+}
+
+static void fmt_timing(char *b, size_t n, const rp_case *c, int j)
+{
+    if (isnan(c->tmed[j]))
+        snprintf(b, n, "n/a");
+    else
+        snprintf(b, n, "%.4g / %.4g / %.4g", c->tmin[j], c->tmed[j], c->tmax[j]);
+}
+
+static const char *attr_get(const rp_attrs *as, const char *name)
+{
+    for (size_t i = 0; i < as->n; i++)
+        if (strcmp(as->v[i].name, name) == 0)
+            return as->v[i].value;
+    return NULL;
+}
+
+static size_t count_complete(const rp_file *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->ncases; i++)
+        n += f->cases[i].complete && !f->cases[i].problem;
+    return n;
+}
+
+/* Caption of a plot (plain text, escaped by the caller). */
+static void plot_caption(char *b, size_t n, const rp_plot *p)
+{
+    snprintf(b, n,
+             "Attention entropy (nats, mean over heads) against query position, log x axis: "
+             "seq_len %lld, %s mode, %s data; one line per method. Position 0 (a single "
+             "visible key, entropy 0) is not shown.%s",
+             (long long)p->seq_len, p->mode, p->dataset,
+             p->binned ? " Cases with more than 512 rows are drawn as log-binned means "
+                         "(8 bins per octave of position) so that the SVG stays small."
+                       : "");
+}
+
+static int finish(FILE *o, const char *path, char *err, size_t errlen)
+{
+    int bad = ferror(o);
+    if (fclose(o) != 0 || bad)
+        return rb_errf(err, errlen, RB_EIO, "report: cannot write %s", path);
+    return RB_OK;
+}
+
+/* ---- Markdown ---------------------------------------------------------------------- */
+
+/* rp_write_md: see report_int.h. */
+int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
+                const char *plot_note, char *err, size_t errlen)
+{
+    char path[4200], b[256];
+    snprintf(path, sizeof path, "%s/report.md", outdir);
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                       strerror(errno));
+    fprintf(o, "# ropebench report\n\nResults file: `");
+    md_esc(o, f->path);
+    fprintf(o, "` — %zu complete case(s), %zu incomplete or unreadable.\n\n",
+            count_complete(f), f->ncases - count_complete(f));
+
+    fprintf(o, "## Provenance\n\n| attribute | value |\n|---|---|\n");
+    for (size_t i = 0; i < f->root.n; i++) {
+        if (strcmp(f->root.v[i].name, "config_text") == 0)
+            continue;
+        fprintf(o, "| ");
+        md_esc(o, f->root.v[i].name);
+        fprintf(o, " | ");
+        md_esc(o, f->root.v[i].value);
+        fprintf(o, " |\n");
+    }
+    for (size_t i = 0; i < f->prov.n; i++) {
+        fprintf(o, "| provenance/");
+        md_esc(o, f->prov.v[i].name);
+        fprintf(o, " | ");
+        md_esc(o, f->prov.v[i].value);
+        fprintf(o, " |\n");
+    }
+    if (f->nrank_host) {
+        fprintf(o, "\n### Ranks\n\n| rank | host | binding |\n|---|---|---|\n");
+        for (size_t i = 0; i < f->nrank_host; i++) {
+            fprintf(o, "| %zu | ", i);
+            md_esc(o, f->rank_host[i]);
+            fprintf(o, " | ");
+            md_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
+            fprintf(o, " |\n");
+        }
+    }
+    if (f->nhosts) {
+        fprintf(o, "\nhwloc topology XML stored in `/provenance/topology_xml` for: ");
+        for (size_t i = 0; i < f->nhosts; i++) {
+            fprintf(o, "%s", i ? ", " : "");
+            md_esc(o, f->hosts[i]);
+            if (i < f->ntopo)
+                fprintf(o, " (%zu bytes)", f->topo_xml_len[i]);
+        }
+        fprintf(o, ".\n");
+    }
+    const char *cfg = attr_get(&f->root, "config_text");
+    if (cfg) {
+        /* A fence longer than any backtick run inside. */
+        size_t run = 0, best = 0;
+        for (const char *s = cfg; *s; s++) {
+            run = *s == '`' ? run + 1 : 0;
+            best = run > best ? run : best;
+        }
+        size_t fence = best < 3 ? 3 : best + 1;
+        fprintf(o, "\n### Configuration (resolved)\n\n");
+        for (size_t i = 0; i < fence; i++)
+            fputc('`', o);
+        fprintf(o, "ini\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
+        for (size_t i = 0; i < fence; i++)
+            fputc('`', o);
+        fputc('\n', o);
+    }
+
+    fprintf(o, "\n## Cases\n\nMeans are over heads and rows; timings are min / median / max "
+               "across ranks, in seconds.\n\n");
+    fprintf(o, "| case | method | factor | seq_len | mode | dataset | rows | mean entropy "
+               "(nats) | mean lse |");
+    for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++)
+        fprintf(o, " %s s |", timing_label[j]);
+    fprintf(o, "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem)
+            continue;
+        fprintf(o, "| ");
+        md_esc(o, c->name);
+        fprintf(o, " | ");
+        md_esc(o, c->method);
+        fmt_num(b, sizeof b, c->factor, "%g");
+        fprintf(o, " | %s | %lld | ", b, (long long)c->seq_len);
+        md_esc(o, c->mode);
+        fprintf(o, " | ");
+        md_esc(o, c->dataset);
+        fprintf(o, " | %lld", (long long)c->nrows_read);
+        fmt_num(b, sizeof b, c->mean_entropy, "%.6f");
+        fprintf(o, " | %s", b);
+        fmt_num(b, sizeof b, c->mean_lse, "%.6f");
+        fprintf(o, " | %s |", b);
+        for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++) {
+            fmt_timing(b, sizeof b, c, j);
+            fprintf(o, " %s |", b);
+        }
+        fprintf(o, "\n");
+    }
+    if (count_complete(f) < f->ncases) {
+        fprintf(o, "\n### Incomplete or unreadable cases (skipped)\n\n");
+        for (size_t i = 0; i < f->ncases; i++) {
+            const rp_case *c = &f->cases[i];
+            if (c->complete && !c->problem)
+                continue;
+            fprintf(o, "- `");
+            md_esc(o, c->name);
+            fprintf(o, "`: ");
+            md_esc(o, c->problem ? c->problem : "incomplete");
+            fprintf(o, "\n");
+        }
+    }
+
+    fprintf(o, "\n## Plots\n\n");
+    if (plot_note) {
+        fprintf(o, "Plots not rendered: ");
+        md_esc(o, plot_note);
+        fprintf(o, "\n");
+    } else if (np == 0)
+        fprintf(o, "No complete case has rows to plot.\n");
+    for (size_t k = 0; k < np; k++) {
+        if (!p[k].svg_name[0])
+            continue;
+        char cap[512];
+        plot_caption(cap, sizeof cap, &p[k]);
+        fprintf(o, "![");
+        md_esc(o, cap);
+        fprintf(o, "](%s)\n\n*", p[k].svg_name);
+        md_esc(o, cap);
+        fprintf(o, "*\n\n");
+    }
+    return finish(o, path, err, errlen);
+}
+
+/* ---- HTML -------------------------------------------------------------------------- */
+
+static void html_row(FILE *o, const char *k, const char *v)
+{
+    fprintf(o, "<tr><th>");
+    html_esc(o, k);
+    fprintf(o, "</th><td>");
+    html_esc(o, v);
+    fprintf(o, "</td></tr>\n");
+}
+
+/* rp_write_html: see report_int.h. */
+int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
+                  const char *plot_note, char *err, size_t errlen)
+{
+    char path[4200], b[256];
+    snprintf(path, sizeof path, "%s/report.html", outdir);
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                       strerror(errno));
+    fprintf(o,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>ropebench report</title>\n<style>\n"
+            "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;"
+            "padding:0 1em;color:#222}\n"
+            "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}\n"
+            "th,td{border:1px solid #ccc;padding:0.25em 0.5em;text-align:left;"
+            "vertical-align:top}\n"
+            "thead th{background:#f0f0f0}\ntd.num{text-align:right;"
+            "font-variant-numeric:tabular-nums}\n"
+            "pre{background:#f7f7f7;padding:0.8em;overflow-x:auto;border:1px solid #ddd}\n"
+            "figure{margin:1.5em 0}\nfigcaption{font-size:0.9em;color:#444;"
+            "max-width:820px}\n"
+            "svg{max-width:100%%;height:auto}\n.warn{color:#a40}\n"
+            "</style>\n</head>\n<body>\n<h1>ropebench report</h1>\n<p>Results file: <code>");
+    html_esc(o, f->path);
+    fprintf(o, "</code> — %zu complete case(s), %zu incomplete or unreadable.</p>\n",
+            count_complete(f), f->ncases - count_complete(f));
+
+    fprintf(o, "<h2>Provenance</h2>\n<table>\n");
+    for (size_t i = 0; i < f->root.n; i++)
+        if (strcmp(f->root.v[i].name, "config_text") != 0)
+            html_row(o, f->root.v[i].name, f->root.v[i].value);
+    for (size_t i = 0; i < f->prov.n; i++) {
+        snprintf(b, sizeof b, "provenance/%s", f->prov.v[i].name);
+        html_row(o, b, f->prov.v[i].value);
+    }
+    fprintf(o, "</table>\n");
+    if (f->nrank_host) {
+        fprintf(o, "<h3>Ranks</h3>\n<table>\n<thead><tr><th>rank</th><th>host</th>"
+                   "<th>binding</th></tr></thead>\n");
+        for (size_t i = 0; i < f->nrank_host; i++) {
+            fprintf(o, "<tr><td class=\"num\">%zu</td><td>", i);
+            html_esc(o, f->rank_host[i]);
+            fprintf(o, "</td><td>");
+            html_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
+            fprintf(o, "</td></tr>\n");
+        }
+        fprintf(o, "</table>\n");
+    }
+    if (f->nhosts) {
+        fprintf(o, "<p>hwloc topology XML stored in <code>/provenance/topology_xml</code> "
+                   "for: ");
+        for (size_t i = 0; i < f->nhosts; i++) {
+            fprintf(o, "%s", i ? ", " : "");
+            html_esc(o, f->hosts[i]);
+            if (i < f->ntopo)
+                fprintf(o, " (%zu bytes)", f->topo_xml_len[i]);
+        }
+        fprintf(o, ".</p>\n");
+    }
+    const char *cfg = attr_get(&f->root, "config_text");
+    if (cfg) {
+        fprintf(o, "<h3>Configuration (resolved)</h3>\n<pre>");
+        html_esc(o, cfg);
+        fprintf(o, "</pre>\n");
+    }
+
+    fprintf(o, "<h2>Cases</h2>\n<p>Means are over heads and rows; timings are min / median "
+               "/ max across ranks, in seconds.</p>\n<table>\n<thead><tr><th>case</th>"
+               "<th>method</th><th>factor</th><th>seq_len</th><th>mode</th><th>dataset</th>"
+               "<th>rows</th><th>mean entropy (nats)</th><th>mean lse</th>");
+    for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++)
+        fprintf(o, "<th>%s s</th>", timing_label[j]);
+    fprintf(o, "</tr></thead>\n");
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem)
+            continue;
+        fprintf(o, "<tr><td>");
+        html_esc(o, c->name);
+        fprintf(o, "</td><td>");
+        html_esc(o, c->method);
+        fmt_num(b, sizeof b, c->factor, "%g");
+        fprintf(o, "</td><td class=\"num\">%s</td><td class=\"num\">%lld</td><td>", b,
+                (long long)c->seq_len);
+        html_esc(o, c->mode);
+        fprintf(o, "</td><td>");
+        html_esc(o, c->dataset);
+        fprintf(o, "</td><td class=\"num\">%lld</td>", (long long)c->nrows_read);
+        fmt_num(b, sizeof b, c->mean_entropy, "%.6f");
+        fprintf(o, "<td class=\"num\">%s</td>", b);
+        fmt_num(b, sizeof b, c->mean_lse, "%.6f");
+        fprintf(o, "<td class=\"num\">%s</td>", b);
+        for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++) {
+            fmt_timing(b, sizeof b, c, j);
+            fprintf(o, "<td class=\"num\">%s</td>", b);
+        }
+        fprintf(o, "</tr>\n");
+    }
+    fprintf(o, "</table>\n");
+    if (count_complete(f) < f->ncases) {
+        fprintf(o, "<h3>Incomplete or unreadable cases (skipped)</h3>\n<ul>\n");
+        for (size_t i = 0; i < f->ncases; i++) {
+            const rp_case *c = &f->cases[i];
+            if (c->complete && !c->problem)
+                continue;
+            fprintf(o, "<li><code>");
+            html_esc(o, c->name);
+            fprintf(o, "</code>: ");
+            html_esc(o, c->problem ? c->problem : "incomplete");
+            fprintf(o, "</li>\n");
+        }
+        fprintf(o, "</ul>\n");
+    }
+
+    fprintf(o, "<h2>Plots</h2>\n");
+    if (plot_note) {
+        fprintf(o, "<p class=\"warn\">Plots not rendered: ");
+        html_esc(o, plot_note);
+        fprintf(o, "</p>\n");
+    } else if (np == 0)
+        fprintf(o, "<p>No complete case has rows to plot.</p>\n");
+    for (size_t k = 0; k < np; k++) {
+        if (!p[k].svg)
+            continue;
+        char cap[512];
+        plot_caption(cap, sizeof cap, &p[k]);
+        fprintf(o, "<figure>\n%s\n<figcaption>", p[k].svg);
+        html_esc(o, cap);
+        fprintf(o, "</figcaption>\n</figure>\n");
+    }
+    fprintf(o, "</body>\n</html>\n");
+    return finish(o, path, err, errlen);
+}
+
+/* ---- entry point ------------------------------------------------------------------- */
+
+/* mkdir -p */
+static int make_dirs(const char *dir, char *err, size_t errlen)
+{
+    char buf[4096];
+    struct stat st;
+    if (strlen(dir) >= sizeof buf)
+        return rb_errf(err, errlen, RB_EINVAL, "report: output directory name too long");
+    strcpy(buf, dir);
+    for (char *q = buf + 1;; q++) {
+        if (*q == '/' || *q == '\0') {
+            char c = *q;
+            *q = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return rb_errf(err, errlen, RB_EIO, "report: cannot create directory %s: %s",
+                               buf, strerror(errno));
+            *q = c;
+            if (!c)
+                break;
+        }
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return rb_errf(err, errlen, RB_EIO, "report: %s is not a directory", dir);
+    return RB_OK;
+}
+
+/* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
+ * HTML reports are still written (saying so) and the plot error is returned. */
+int rb_report_write(const char *results_path, const char *outdir, char *err,
+                    size_t errlen)
+{
+    int rc = RB_OK, prc = RB_OK;
+    rp_file f;
+    rp_plot *plots = NULL;
+    size_t np = 0;
+    char perr[512] = "";
+    if (!outdir || !*outdir)
+        outdir = ".";
+    rc = rp_file_read(results_path, &f, err, errlen);
+    if (rc != RB_OK)
+        return rc;
+    rc = make_dirs(outdir, err, errlen);
+    if (rc != RB_OK)
+        goto cleanup;
+    prc = rp_plots_render(&f, outdir, &plots, &np, perr, sizeof perr);
+    const char *note = prc != RB_OK ? perr : NULL;
+    rc = rp_write_md(&f, plots, np, outdir, note, err, errlen);
+    if (rc == RB_OK)
+        rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
+    if (rc == RB_OK && prc != RB_OK)
+        rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written without plots)",
+                     perr);
+cleanup:
+    rp_plots_free(plots, np);
+    rp_file_free(&f);
+    return rc;
+}
