@@ -1,0 +1,74 @@
+# io.cmake — tests of the HDF5 results backend (bench/results_hdf5.c), the report (reports/) and the numpy attention oracle.
+
+set(RB_IO_DIR ${CMAKE_CURRENT_BINARY_DIR}/io)
+file(MAKE_DIRECTORY ${RB_IO_DIR})
+
+# Collective writes of distributed rows (every shard layout), root-only datasets,
+# strings and attributes on 1-4 ranks; rank 0 rereads the file serially.
+add_executable(test_results_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_results_mpi.c)
+target_include_directories(test_results_mpi PRIVATE ${HDF5_C_INCLUDE_DIRS})
+target_compile_definitions(test_results_mpi PRIVATE ${HDF5_C_DEFINITIONS})
+target_link_libraries(test_results_mpi PRIVATE rb_results rb_kernels ${HDF5_C_LIBRARIES}
+  MPI::MPI_C)
+foreach(_np 1 2 3 4)
+  rb_add_mpi_test(NAME results_mpi_np${_np} NP ${_np} TIMEOUT 120 LABELS io
+    COMMAND $<TARGET_FILE:test_results_mpi> ${RB_IO_DIR})
+endforeach()
+
+# rb_report_write without MPI, the way `ropebench report` calls it.
+add_executable(rb_report_cli ${CMAKE_CURRENT_SOURCE_DIR}/report_cli.c)
+target_link_libraries(rb_report_cli PRIVATE rb_reports rb_kernels)
+
+# A synthetic results file (h5py) with correct values; the oracle must pass it and
+# must catch one perturbed entropy value.
+rb_add_test(NAME io_make_synthetic LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/make_synthetic.py
+          ${RB_IO_DIR}/synthetic.h5)
+set_tests_properties(io_make_synthetic PROPERTIES FIXTURES_SETUP io_synthetic)
+rb_add_test(NAME oracle_synthetic LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
+          ${RB_IO_DIR}/synthetic.h5)
+set_tests_properties(oracle_synthetic PROPERTIES FIXTURES_REQUIRED io_synthetic)
+rb_add_test(NAME io_make_synthetic_corrupt LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/make_synthetic.py --corrupt
+          ${RB_IO_DIR}/synthetic-corrupt.h5)
+set_tests_properties(io_make_synthetic_corrupt PROPERTIES FIXTURES_SETUP io_corrupt)
+rb_add_test(NAME oracle_fails_on_corrupt LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
+          ${RB_IO_DIR}/synthetic-corrupt.h5)
+set_tests_properties(oracle_fails_on_corrupt PROPERTIES FIXTURES_REQUIRED io_corrupt
+  PASS_REGULAR_EXPRESSION "2 passed, 1 failed"
+  FAIL_REGULAR_EXPRESSION "Traceback")
+
+# The report on a synthetic file, and its error handling (missing, empty, truncated,
+# foreign files; gnuplot missing), through the test driver and through `ropebench`.
+rb_add_test(NAME report_cli LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py ${RB_IO_DIR}/report-cli
+          $<TARGET_FILE:rb_report_cli> {in} {out})
+rb_add_test(NAME report_ropebench LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py
+          ${RB_IO_DIR}/report-ropebench $<TARGET_FILE:ropebench> report {in} -o {out})
+
+# End to end: `ropebench run --dump-inputs` under mpiexec, then the float64 oracle and
+# the report on the file it wrote.
+set(_rb_oracle_set
+  --set model.head_dim=32 --set model.original_ctx=64
+  --set scaling.methods=none,pi,ntk,dynamic_ntk,yarn,llama3 --set scaling.factor=4
+  --set study.heads=2 --set study.modes=full,probe --set study.datasets=gaussian,needle)
+rb_add_test(NAME oracle_ropebench_np2_zigzag LABELS "io;mpi" TIMEOUT 600
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
+          ${RB_IO_DIR}/oracle-np2.h5 --run ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench>
+          run --dump-inputs -o ${RB_IO_DIR}/oracle-np2.h5 ${_rb_oracle_set}
+          --set study.seq_lens=256 --set study.shard_layout=zigzag --set model.layout=neox)
+set_tests_properties(oracle_ropebench_np2_zigzag PROPERTIES PROCESSORS 2
+  FIXTURES_SETUP io_oracle_np2)
+rb_add_test(NAME oracle_ropebench_np3_striped LABELS "io;mpi" TIMEOUT 600
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
+          ${RB_IO_DIR}/oracle-np3.h5 --run ${RB_MPIEXEC_CMD} 3 $<TARGET_FILE:ropebench>
+          run --dump-inputs -o ${RB_IO_DIR}/oracle-np3.h5 ${_rb_oracle_set}
+          --set study.seq_lens=192 --set study.shard_layout=striped --set model.layout=gptj)
+set_tests_properties(oracle_ropebench_np3_striped PROPERTIES PROCESSORS 3)
+rb_add_test(NAME report_on_ropebench_run LABELS io
+  COMMAND $<TARGET_FILE:ropebench> report ${RB_IO_DIR}/oracle-np2.h5
+          -o ${RB_IO_DIR}/oracle-np2-report)
+set_tests_properties(report_on_ropebench_run PROPERTIES FIXTURES_REQUIRED io_oracle_np2)
