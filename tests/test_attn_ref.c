@@ -15,7 +15,9 @@
  * (30000 random cases used at most 1.5%, 12% and 0.15% of these tolerances.)
  * A row with no visible key must be exactly the empty state (m = -inf, l = u = 0,
  * acc = 0) and finalize to lse = -inf, H = 0, out = 0; no NaN may appear anywhere.
- * The largest errors seen, in units of the tolerance and absolute, are printed. */
+ * The largest errors seen, in units of the tolerance and absolute, are printed.
+ * Also here: kernel dispatch (rb_kernels_select picks this tile; cpuid flags agree
+ * with /proc/cpuinfo where it exists). */
 #include "rb_kernels.h"
 
 #include <float.h>
@@ -548,8 +550,98 @@ static void test_equal_scores(void)
               "%.17g", j, out[j], mean[j]);
 }
 
+/* Line "flags : ..." of /proc/cpuinfo contains the word w; -1 if unreadable. */
+static int cpuinfo_has(const char *w)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return -1;
+    static char line[1 << 14];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        found = 0;
+        for (char *t = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \n");
+             t; t = strtok(NULL, " \n"))
+            if (strcmp(t, w) == 0)
+                found = 1;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+static void test_dispatch(void)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    printf("cpu: vendor \"%s\" model \"%s\" avx2 %d fma %d avx512f/bw/vl/dq %d/%d/%d/%d "
+           "bf16 %d os_zmm %d\n",
+           ci.vendor, ci.model, ci.avx2, ci.fma, ci.avx512f, ci.avx512bw, ci.avx512vl,
+           ci.avx512dq, ci.avx512_bf16, ci.os_zmm);
+#if defined(__x86_64__)
+    check(ci.vendor[0] != 0 && ci.model[0] != 0 && ci.model[0] != ' ',
+          "rb_cpu_detect: empty vendor \"%s\" or untrimmed model \"%s\"", ci.vendor,
+          ci.model);
+    struct {
+        const char *flag;
+        int got;
+    } fl[] = {{"avx2", ci.avx2},         {"fma", ci.fma},
+              {"avx512f", ci.avx512f},   {"avx512bw", ci.avx512bw},
+              {"avx512vl", ci.avx512vl}, {"avx512dq", ci.avx512dq},
+              {"avx512_bf16", ci.avx512_bf16}};
+    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+        int want = cpuinfo_has(fl[i].flag);
+        if (want >= 0)
+            check(want == fl[i].got, "rb_cpu_detect: %s = %d, /proc/cpuinfo says %d",
+                  fl[i].flag, fl[i].got, want);
+    }
+    if (cpuinfo_has("avx512f") == 1)
+        check(ci.os_zmm == 1, "rb_cpu_detect: Linux lists avx512f but os_zmm is 0");
+#endif
+    rb_kernel_ops ops;
+    const char *reason = NULL;
+    char err[256] = "";
+    const char *autos[] = {NULL, ""};
+    for (int i = 0; i < 2; i++) {
+        memset(&ops, 0, sizeof ops);
+        int rc = rb_kernels_select(autos[i], &ops, &reason, err, sizeof err);
+        check(rc == 0 && ops.name && strcmp(ops.name, "ref") == 0 &&
+                  ops.tile == rb_attn_tile_ref && reason && reason[0],
+              "rb_kernels_select(%s): rc %d name %s reason %s err \"%s\"",
+              autos[i] ? "\"\"" : "NULL", rc, ops.name ? ops.name : "(null)",
+              reason ? reason : "(null)", err);
+    }
+    printf("dispatch: automatic choice \"%s\" (%s)\n", ops.name ? ops.name : "?",
+           reason ? reason : "?");
+    int rc = rb_kernels_select("ref", &ops, &reason, err, sizeof err);
+    check(rc == 0 && ops.tile == rb_attn_tile_ref, "rb_kernels_select(\"ref\"): rc %d",
+          rc);
+    const char *unbuilt[] = {"blas", "avx512", "avx512_bf16"};
+    for (int i = 0; i < 3; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "ROPEBENCH_ISA=%s: not built", unbuilt[i]);
+        err[0] = 0;
+        rc = rb_kernels_select(unbuilt[i], &ops, &reason, err, sizeof err);
+        check(rc == RB_EUNSUPPORTED && strstr(err, want) && strstr(err, "available: ref"),
+              "rb_kernels_select(\"%s\"): rc %d, message \"%s\"", unbuilt[i], rc, err);
+    }
+    const char *unknown[] = {"sse2", "REF", "ref ", "avx-512"};
+    for (int i = 0; i < 4; i++) {
+        err[0] = 0;
+        rc = rb_kernels_select(unknown[i], &ops, &reason, err, sizeof err);
+        check(rc == RB_EUNSUPPORTED && strstr(err, "unknown") &&
+                  strstr(err, "ref, blas, avx512, avx512_bf16"),
+              "rb_kernels_select(\"%s\"): rc %d, message \"%s\"", unknown[i], rc, err);
+    }
+    check(rb_kernels_select("avx512", NULL, NULL, NULL, 0) == RB_EUNSUPPORTED,
+          "rb_kernels_select with NULL outputs");
+}
+
 int main(int argc, char **argv)
 {
+    test_dispatch();
     int n_cases = argc > 1 ? atoi(argv[1]) : 600;
     test_merge_edges();
     test_equal_scores();

@@ -41,22 +41,38 @@ static inline void sum2(const double *t, int n, double *s, double *c)
     *c = comp;
 }
 
-/* Error analysis: pos is split into hi (a multiple of 2^32, <= 32 significant bits)
- * and lo (< 2^32), both exact in double; each product with inv_freq (53 bits) is
- * exact as a two-product. k = round(x / 2pi) is an integer-valued double, and
- * k*C1, k*C2 are exact two-products; k*C3 is rounded (relative 2^-53 of a term
- * ~2^-107 |x|). The nine terms are summed with Sum2, whose error is about
+/* Round to the nearest integer (ties to even) without a libm call: exact for
+ * |q| < 2^51 by the 1.5*2^52 trick; doubles with |q| >= 2^52 are integers already. */
+static inline double round_int(double q)
+{
+    const double magic = 0x1.8p52;
+    if (fabs(q) < 0x1p51) {
+        double t = q + magic; /* rounds q at the units place */
+        return t - magic;
+    }
+    return fabs(q) >= 0x1p52 ? q : nearbyint(q);
+}
+
+/* Error analysis: |pos| <= 2^53 is exact in double; larger pos is split into hi
+ * (a multiple of 2^32, <= 32 significant bits) and lo (< 2^32); each product with
+ * inv_freq (53 bits) is exact as a two-product. k = round(x / 2pi) is an
+ * integer-valued double, and k*C1, k*C2 are exact two-products; k*C3 is rounded
+ * (relative 2^-53 of a term ~2^-107 |x|). The nine terms are summed with Sum2, whose error is about
  * u|r| + (9u)^2 sum|t_i| ~ 2^-100 * 2|x|: below 1e-17 rad for |x| <= 2^40. */
 double rb_rope_phase(int64_t pos, double inv_freq)
 {
     if (pos == 0)
         return 0.0 * inv_freq; /* keeps NaN inputs NaN */
-    int64_t lo_i = pos & (int64_t)0xFFFFFFFF; /* in [0, 2^32) */
-    int64_t hi_i = pos - lo_i;                 /* multiple of 2^32, no overflow */
-    double a1, a2, b1, b2;
-    two_prod((double)hi_i, inv_freq, &a1, &a2);
-    two_prod((double)lo_i, inv_freq, &b1, &b2);
-    double k = nearbyint((a1 + b1) * RB_INV_2PI);
+    double a1 = 0, a2 = 0, b1, b2;
+    if (pos >= -((int64_t)1 << 53) && pos <= ((int64_t)1 << 53)) {
+        two_prod((double)pos, inv_freq, &b1, &b2); /* (double)pos is exact */
+    } else {
+        int64_t lo_i = pos & (int64_t)0xFFFFFFFF; /* in [0, 2^32) */
+        int64_t hi_i = pos - lo_i;                 /* multiple of 2^32, no overflow */
+        two_prod((double)hi_i, inv_freq, &a1, &a2);
+        two_prod((double)lo_i, inv_freq, &b1, &b2);
+    }
+    double k = round_int((a1 + b1) * RB_INV_2PI);
     double c1h, c1l, c2h, c2l;
     two_prod(k, RB_2PI_1, &c1h, &c1l);
     two_prod(k, RB_2PI_2, &c2h, &c2l);
@@ -70,7 +86,7 @@ double rb_rope_phase(int64_t pos, double inv_freq)
         double r = s + c;
         if (r <= RB_PI_D && r >= -RB_PI_D)
             break;
-        double k2 = nearbyint(r * RB_INV_2PI);
+        double k2 = round_int(r * RB_INV_2PI);
         if (k2 == 0)
             k2 = r > 0 ? 1.0 : -1.0;
         two_prod(k2, RB_2PI_1, &c1h, &c1l);

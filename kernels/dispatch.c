@@ -1,0 +1,210 @@
+/* dispatch.c — CPU feature detection (cpuid + xgetbv) and run-time choice of the
+ * attention tile kernel among the variants built into this binary. */
+#include "rb_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define RB_X86 1
+#else
+#define RB_X86 0
+#endif
+
+#if RB_X86
+/* XCR0 via xgetbv(0); only call when CPUID.1:ECX.OSXSAVE is set. */
+static unsigned long long rb_xgetbv0(void)
+{
+    unsigned int eax, edx;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((unsigned long long)edx << 32) | eax;
+}
+#endif
+
+/* Copy a brand string, dropping leading and trailing blanks. */
+static void trim_copy(char *dst, size_t dstlen, const char *src)
+{
+    while (*src == ' ')
+        src++;
+    size_t n = strlen(src);
+    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
+        n--;
+    if (n >= dstlen)
+        n = dstlen - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* avx2 and fma are reported as usable (CPU bit and the OS saves YMM state);
+ * the avx512* fields are the CPU bits alone, and os_zmm says whether the OS saves
+ * opmask/ZMM state, so "AVX-512 usable" is avx512f && os_zmm. */
+void rb_cpu_detect(rb_cpu_info *ci)
+{
+    if (!ci)
+        return;
+    memset(ci, 0, sizeof *ci);
+#if RB_X86
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    const unsigned int max_leaf = a;
+    memcpy(ci->vendor + 0, &b, 4);
+    memcpy(ci->vendor + 4, &d, 4);
+    memcpy(ci->vendor + 8, &c, 4);
+    ci->vendor[12] = '\0';
+
+    int os_ymm = 0;
+    if (max_leaf >= 1 && __get_cpuid(1, &a, &b, &c, &d)) {
+        const int has_fma = (c >> 12) & 1;
+        const int osxsave = (c >> 27) & 1;
+        const int has_avx = (c >> 28) & 1;
+        if (osxsave) {
+            const unsigned long long xcr0 = rb_xgetbv0();
+            os_ymm = (xcr0 & 0x6ull) == 0x6ull; /* SSE (1) + AVX (2) state */
+            /* opmask (5), ZMM_Hi256 (6), Hi16_ZMM (7), on top of SSE and AVX */
+            ci->os_zmm = (xcr0 & 0xE6ull) == 0xE6ull;
+        }
+        ci->fma = has_fma && has_avx && os_ymm;
+    }
+    if (max_leaf >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        const unsigned int max_sub7 = a;
+        ci->avx2 = ((b >> 5) & 1) && os_ymm;
+        ci->avx512f = (b >> 16) & 1;
+        ci->avx512dq = (b >> 17) & 1;
+        ci->avx512bw = (b >> 30) & 1;
+        ci->avx512vl = (b >> 31) & 1;
+        if (max_sub7 >= 1) {
+            __cpuid_count(7, 1, a, b, c, d);
+            ci->avx512_bf16 = (a >> 5) & 1;
+        }
+    }
+    if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
+        unsigned int regs[12];
+        for (unsigned int i = 0; i < 3; i++)
+            __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1],
+                        &regs[4 * i + 2], &regs[4 * i + 3]);
+        char brand[49];
+        memcpy(brand, regs, 48);
+        brand[48] = '\0';
+        trim_copy(ci->model, sizeof ci->model, brand);
+    }
+#endif
+}
+
+/* ---- kernel variants ------------------------------------------------------------
+ * One row per kernel name the project knows. `tile` is NULL when the variant is not
+ * compiled into this binary; `supported` says whether this CPU can run it. A new
+ * ISA (kernels/avx512/...) adds its tile function here under its build macro.
+ * Automatic selection walks the table in order and takes the first variant that
+ * is built, supported and `automatic` (variants that change the numerics, such as
+ * bf16 inputs, are only taken on request). */
+typedef struct {
+    const char *name;
+    rb_attn_tile_fn tile;
+    int (*supported)(const rb_cpu_info *ci);
+    int automatic;
+    const char *auto_reason; /* the log line when chosen automatically */
+} rb_kernel_variant;
+
+static int cpu_any(const rb_cpu_info *ci)
+{
+    (void)ci;
+    return 1;
+}
+
+static int cpu_avx512(const rb_cpu_info *ci)
+{
+    return ci->avx512f && ci->avx512bw && ci->avx512vl && ci->avx512dq && ci->os_zmm;
+}
+
+static int cpu_avx512_bf16(const rb_cpu_info *ci)
+{
+    return cpu_avx512(ci) && ci->avx512_bf16;
+}
+
+static const rb_kernel_variant variants[] = {
+    {"avx512_bf16", NULL, cpu_avx512_bf16, 0, "avx512_bf16: best kernel built"},
+    {"avx512", NULL, cpu_avx512, 1, "avx512: best kernel built and supported"},
+    {"blas", NULL, cpu_any, 1, "blas: best kernel built"},
+    {"ref", rb_attn_tile_ref, cpu_any, 1, "ref: only kernel built"},
+};
+enum { N_VARIANTS = (int)(sizeof variants / sizeof variants[0]) };
+
+/* "a, b, c": names of the variants that are built and supported here. */
+static void list_available(const rb_cpu_info *ci, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    size_t used = 0;
+    for (int i = N_VARIANTS - 1; i >= 0; i--) {
+        if (!variants[i].tile || !variants[i].supported(ci))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                         variants[i].name);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+    }
+}
+
+int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,
+                      char *err, size_t errlen)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    char avail[128];
+    list_available(&ci, avail, sizeof avail);
+
+    if (!override || !override[0]) {
+        for (int i = 0; i < N_VARIANTS; i++) {
+            const rb_kernel_variant *kv = &variants[i];
+            if (!kv->tile || !kv->automatic || !kv->supported(&ci))
+                continue;
+            if (ops) {
+                ops->name = kv->name;
+                ops->tile = kv->tile;
+            }
+            if (reason)
+                *reason = kv->auto_reason;
+            return 0;
+        }
+        return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                       "ROPEBENCH_ISA: no kernel usable on this CPU (available: %s)",
+                       avail);
+    }
+    for (int i = 0; i < N_VARIANTS; i++) {
+        const rb_kernel_variant *kv = &variants[i];
+        if (strcmp(override, kv->name) != 0)
+            continue;
+        if (!kv->tile)
+            return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                           "ROPEBENCH_ISA=%s: not built in this version (available: %s)",
+                           override, avail);
+        if (!kv->supported(&ci))
+            return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                           "ROPEBENCH_ISA=%s: not supported by this CPU (%s) "
+                           "(available: %s)",
+                           override, ci.model[0] ? ci.model : "unknown model", avail);
+        if (ops) {
+            ops->name = kv->name;
+            ops->tile = kv->tile;
+        }
+        if (reason)
+            *reason = "requested by ROPEBENCH_ISA";
+        return 0;
+    }
+    char known[128];
+    size_t used = 0;
+    known[0] = '\0';
+    for (int i = N_VARIANTS - 1; i >= 0; i--) {
+        int n = snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "",
+                         variants[i].name);
+        if (n < 0 || (size_t)n >= sizeof known - used)
+            break;
+        used += (size_t)n;
+    }
+    return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                   "ROPEBENCH_ISA=%.40s: unknown kernel (known: %s; available: %s)",
+                   override, known, avail);
+}
