@@ -219,10 +219,9 @@ int rb_cmd_info(int argc, char **argv)
     MPI_Get_library_version(mpiv, &l);
     char *nl = strchr(mpiv, '\n');
     if (nl) *nl = '\0';
-    unsigned hv = hwloc_get_api_version();
     printf("%-22s %s\n", "mpi", mpiv);
     printf("%-22s %s\n", "hdf5", rb_results_backend_version());
-    printf("%-22s %u.%u.%u\n", "hwloc", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
+    printf("%-22s %s\n", "hwloc", HWLOC_VERSION);
     printf("%-22s %s\n", "openblas", openblas_get_config());
     printf("%-22s %s\n", "compiler", RB_COMPILER);
     printf("%-22s %s\n", "cflags", RB_CFLAGS);

@@ -323,7 +323,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         }
 
         /* write: attributes, schedule, rows, timings, inputs; complete=1 last */
-        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, nq));
+        int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
+        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, n_rows));
         int64_t dims[1] = {np};
         snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
         TRY(rb_results_write_f64(r->res, path, 1, dims, inv_freq, 0, e, el));
@@ -336,7 +337,6 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             rr = root_run;
             nr = r->rank == 0 ? 1 : 0;
         }
-        int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
         snprintf(path, sizeof path, "%s/rows/position", g);
         TRY(rb_results_write_rows_i64(r->res, path, n_rows, rr, nr, qpos, e, el));
         snprintf(path, sizeof path, "%s/rows/lse", g);
@@ -461,6 +461,8 @@ static int write_provenance(rb_run *r, int argc, char **argv)
 
     TRY(rb_topo_collect(r->comm, &topo, e, el));
     have_topo = 1;
+    /* the summary describes each rank's own host: record rank 0's everywhere */
+    bcast_str(topo.summary, sizeof topo.summary, r->comm);
 
     TRY(rb_results_attr_str(r->res, "/", "format", "ropebench", e, el));
     TRY(rb_results_attr_i64(r->res, "/", "format_version", 1, e, el));
