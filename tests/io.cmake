@@ -54,19 +54,21 @@ rb_add_test(NAME report_ropebench LABELS io
 set(_rb_oracle_set
   --set model.head_dim=32 --set model.original_ctx=64
   --set scaling.methods=none,pi,ntk,dynamic_ntk,yarn,llama3 --set scaling.factor=4
-  --set study.heads=2 --set study.modes=full,probe --set study.datasets=gaussian,needle)
+  --set study.heads=2 --set study.modes=full,probe --set study.datasets=gaussian,needle
+  --set study.probe_rows=16 --set needle.positions=-2,-17,-100
+  --set needle.query_positions=-1,-1,-50 --set needle.strength=2)
 rb_add_test(NAME oracle_ropebench_np2_zigzag LABELS "io;mpi" TIMEOUT 600
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
           ${RB_IO_DIR}/oracle-np2.h5 --run ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench>
           run --dump-inputs -o ${RB_IO_DIR}/oracle-np2.h5 ${_rb_oracle_set}
-          --set study.seq_lens=256 --set study.shard_layout=zigzag --set model.layout=neox)
+          --set study.seq_lens=256 --set study.probe_seq_lens=256 --set study.shard_layout=zigzag --set model.layout=neox)
 set_tests_properties(oracle_ropebench_np2_zigzag PROPERTIES PROCESSORS 2
   FIXTURES_SETUP io_oracle_np2)
 rb_add_test(NAME oracle_ropebench_np3_striped LABELS "io;mpi" TIMEOUT 600
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
           ${RB_IO_DIR}/oracle-np3.h5 --run ${RB_MPIEXEC_CMD} 3 $<TARGET_FILE:ropebench>
           run --dump-inputs -o ${RB_IO_DIR}/oracle-np3.h5 ${_rb_oracle_set}
-          --set study.seq_lens=192 --set study.shard_layout=striped --set model.layout=gptj)
+          --set study.seq_lens=192 --set study.probe_seq_lens=192 --set study.shard_layout=striped --set model.layout=gptj)
 set_tests_properties(oracle_ropebench_np3_striped PROPERTIES PROCESSORS 3)
 rb_add_test(NAME report_on_ropebench_run LABELS io
   COMMAND $<TARGET_FILE:ropebench> report ${RB_IO_DIR}/oracle-np2.h5
