@@ -59,6 +59,15 @@ static void usage(FILE *f)
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
+/* This process's rank as the launcher announces it (0 when not launched by one). */
+static int launcher_rank(void)
+{
+    const char *v = getenv("OMPI_COMM_WORLD_RANK");
+    if (!v) v = getenv("PMIX_RANK");
+    if (!v) v = getenv("PMI_RANK");
+    return v ? atoi(v) : 0;
+}
+
 static void bcast_str(char *buf, int cap, MPI_Comm comm)
 {
     MPI_Bcast(buf, cap, MPI_CHAR, 0, comm);
@@ -428,10 +437,9 @@ static int write_provenance(rb_run *r, int argc, char **argv)
 
     /* rank 0's view, broadcast: attribute values must be identical everywhere */
     if (r->rank == 0) {
-        size_t len = 0;
+        size_t len = (size_t)snprintf(cmd, sizeof cmd, "ropebench");
         for (int i = 0; i < argc && len < sizeof cmd - 2; i++)
-            len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", i ? " " : "",
-                                    argv[i]);
+            len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
@@ -554,17 +562,16 @@ int rb_cmd_run(int argc, char **argv)
         {0, 0, 0, 0}};
     rb_run r;
     rb_config cfg;
-    int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0;
-    const char *cfg_path = NULL, *out_path = "results.h5";
+    int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0, mpi_up = 0;
+    const char *cfg_path = NULL, *out_path = "results.h5", *kernel_why = NULL;
     char **sets = NULL;
     int n_sets = 0;
     memset(&r, 0, sizeof r);
 
-    MPI_Init(&argc, &argv);
-    r.comm = MPI_COMM_WORLD;
-    MPI_Comm_rank(r.comm, &r.rank);
-    MPI_Comm_size(r.comm, &r.nranks);
-
+    /* Options and the config are validated before MPI starts, so --help, --version and
+     * bad input need no MPI; under mpirun only rank 0 (from the launcher's
+     * environment) speaks. */
+    r.rank = launcher_rank();
     sets = calloc((size_t)argc + 1, sizeof *sets);
     if (!sets) {
         exit_code = RB_EXIT_FAIL;
@@ -602,26 +609,16 @@ int rb_cmd_run(int argc, char **argv)
         snprintf(r.err, sizeof r.err, "run: unexpected argument '%s'", argv[optind]);
         usage_err = 1;
     }
+    if (!usage_err && rb_config_load(&cfg, cfg_path, sets, n_sets, r.err, sizeof r.err))
+        usage_err = 1;
     if (usage_err) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
-
-    /* validate everything before any work */
-    rc = rb_config_load(&cfg, cfg_path, sets, n_sets, r.err, sizeof r.err);
-    if (rc == RB_OK) {
-        have_cfg = 1;
-        r.cfg = &cfg;
-        MPI_Comm node;
-        int here = 1, most = 1;
-        MPI_Comm_split_type(r.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_size(node, &here);
-        MPI_Comm_free(&node);
-        MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, r.comm);
-        rc = rb_config_check_ranks(&cfg, r.nranks, most, r.err, sizeof r.err);
-    }
-    if (rc == RB_OK && r.dump) {
+    have_cfg = 1;
+    r.cfg = &cfg;
+    if (r.dump) {
         for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
             if (!cfg.modes[mode]) continue;
             int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
@@ -640,8 +637,27 @@ int rb_cmd_run(int argc, char **argv)
     if (rc == RB_OK) {
         const char *why = NULL;
         rc = rb_kernels_select(getenv("ROPEBENCH_ISA"), &r.ops, &why, r.err, sizeof r.err);
-        if (rc == RB_OK && r.rank == 0 && !r.quiet && !dry)
-            fprintf(stderr, "ropebench: kernel %s (%s)\n", r.ops.name, why ? why : "");
+        kernel_why = why;
+    }
+    if (rc != RB_OK) {
+        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+
+    MPI_Init(&argc, &argv);
+    mpi_up = 1;
+    r.comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(r.comm, &r.rank);
+    MPI_Comm_size(r.comm, &r.nranks);
+    {
+        MPI_Comm node;
+        int here = 1, most = 1;
+        MPI_Comm_split_type(r.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &here);
+        MPI_Comm_free(&node);
+        MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, r.comm);
+        rc = rb_config_check_ranks(&cfg, r.nranks, most, r.err, sizeof r.err);
     }
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
@@ -649,6 +665,8 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
     r.n_cases = count_cases(&cfg);
+    if (r.rank == 0 && !r.quiet && !dry)
+        fprintf(stderr, "ropebench: kernel %s (%s)\n", r.ops.name, kernel_why ? kernel_why : "");
     if (dry) {
         if (r.rank == 0) print_cases(&cfg, r.nranks);
         goto cleanup;
@@ -696,6 +714,6 @@ cleanup:
     if (r.res) rb_results_close(r.res, NULL, 0);
     if (have_cfg) rb_config_free(&cfg);
     free(sets);
-    MPI_Finalize();
+    if (mpi_up) MPI_Finalize();
     return exit_code;
 }
