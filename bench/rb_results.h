@@ -44,6 +44,12 @@ int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_
 int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
                             int64_t *v, char *err, size_t errlen);
 
+/* Read a fixed-length string attribute: 1 and *v = malloc'd copy (caller frees) if it
+ * exists, 0 (*v = NULL) if the object or attribute is missing, negative RB_E code on
+ * a read error or a non-string attribute. */
+int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
+                            char *err, size_t errlen);
+
 /* Unlink an object (e.g. an incomplete case group before it is redone); a missing
  * object is not an error. The space is not reclaimed (HDF5 has no free-space reuse
  * across sessions by default). */

@@ -343,6 +343,58 @@ cleanup:
     return rc;
 }
 
+/* rb_results_attr_get_str: see rb_results.h. */
+int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
+                            char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = obj ? obj : "(null)";
+    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, mt = H5I_INVALID_HID;
+    char *buf = NULL;
+    if (!r || !obj || !name || !v)
+        return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
+    *v = NULL;
+    int e = path_exists(r->file, obj);
+    H5Eclear2(H5E_DEFAULT);
+    htri_t ae = 0;
+    if (e > 0)
+        H5TRY(ae = H5Aexists_by_name(r->file, obj, name, H5P_DEFAULT), "H5Aexists_by_name");
+    if (e <= 0 || ae == 0)
+        return 0;
+    H5TRY(a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
+          "H5Aopen_by_name");
+    H5TRY(t = H5Aget_type(a), "H5Aget_type");
+    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0) {
+        rc = rb_errf(err, errlen, RB_EFORMAT, "results: %s@%s: not a fixed-length string",
+                     path, name);
+        goto cleanup;
+    }
+    size_t n = H5Tget_size(t);
+    buf = calloc(n + 1, 1);
+    if (!buf) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "results: out of memory reading %s@%s", path,
+                     name);
+        goto cleanup;
+    }
+    H5TRY(mt = H5Tcopy(H5T_C_S1), "H5Tcopy");
+    H5TRY(H5Tset_size(mt, n), "H5Tset_size");
+    H5TRY(H5Tset_cset(mt, H5Tget_cset(t)), "H5Tset_cset");
+    H5TRY(H5Tset_strpad(mt, H5Tget_strpad(t)), "H5Tset_strpad");
+    H5TRY(H5Aread(a, mt, buf), "H5Aread");
+    *v = buf;
+    buf = NULL;
+    rc = 1;
+cleanup:
+    free(buf);
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (t >= 0)
+        H5Tclose(t);
+    if (a >= 0)
+        H5Aclose(a);
+    return rc;
+}
+
 /* rb_results_remove: see rb_results.h. */
 int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
 {

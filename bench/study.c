@@ -24,6 +24,7 @@ typedef struct {
     rb_kernel_ops ops;
     rb_results *res;
     int dump;
+    int resume;
     int quiet;
     int case_no, n_cases;
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
@@ -46,6 +47,8 @@ static void usage(FILE *f)
             "  -o, --output FILE       results file (default: results.h5)\n"
             "      --dump-inputs       also store pre-RoPE q/k/v and outputs (at most\n"
             "                          256 MiB of inputs per case)\n"
+            "      --resume            keep the complete cases of an existing results file\n"
+            "                          written by the same study; redo the others\n"
             "      --dry-run           validate, print the resolved study and the cases, "
             "exit\n"
             "  -q, --quiet             no progress lines\n"
@@ -75,6 +78,19 @@ static void bcast_str(char *buf, int cap, MPI_Comm comm)
 }
 
 static int64_t resolve_pos(int64_t p, int64_t L) { return p < 0 ? L + p : p; }
+
+/* The command line ("ropebench run ...") and the current UTC time (ISO 8601). */
+static void run_stamp(char *cmd, size_t cmdlen, char *when, size_t whenlen, int argc,
+                      char **argv)
+{
+    size_t len = (size_t)snprintf(cmd, cmdlen, "ropebench");
+    for (int i = 0; i < argc && len < cmdlen - 2; i++)
+        len += (size_t)snprintf(cmd + len, cmdlen - len, " %s", argv[i]);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, whenlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -185,6 +201,7 @@ static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t 
     TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
     TRY(rb_results_attr_str(r->res, g, "dtype", c->dtype, e, el));
     TRY(rb_results_attr_i64(r->res, g, "n_rows", n_rows, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "nranks", r->nranks, e, el));
     if (m == RB_ROPE_YARN) {
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_low", info->corr_low, e, el));
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_high", info->corr_high, e, el));
@@ -246,6 +263,35 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     double *state = NULL, *lse = NULL, *ent = NULL, *outd = NULL;
     double inv_freq[RB_MAX_LIST * 4], inv_base[RB_MAX_LIST * 4];
 
+    /* --resume: complete cases stay; incomplete ones are removed and redone */
+    int done[RB_ROPE_COUNT] = {0}, n_done = 0;
+    for (int mi = 0; r->resume && mi < c->n_methods; mi++) {
+        char name[160], g[256];
+        int64_t complete = 0;
+        case_name(name, sizeof name, c->methods[mi], c->factor, L, mode, kind);
+        snprintf(g, sizeof g, "/cases/%s", name);
+        rc = rb_results_attr_get_i64(r->res, g, "complete", &complete, e, el);
+        if (rc < 0) goto cleanup;
+        if (rc == 1 && complete == 1) {
+            done[mi] = 1;
+            n_done++;
+        } else if ((rc = rb_results_remove(r->res, g, e, el)) != RB_OK) {
+            goto cleanup;
+        }
+        rc = RB_OK;
+    }
+    if (n_done == c->n_methods) {
+        for (int mi = 0; mi < c->n_methods; mi++) {
+            char name[160];
+            case_name(name, sizeof name, c->methods[mi], c->factor, L, mode, kind);
+            r->case_no++;
+            if (r->rank == 0 && !r->quiet)
+                fprintf(stderr, "[%2d/%d] %-40s complete in the file, kept\n", r->case_no,
+                        r->n_cases, name);
+        }
+        goto cleanup;
+    }
+
     dataset_for(c, kind, L, &ds);
     pos = malloc((size_t)n * sizeof *pos);
     if (!pos) goto nomem;
@@ -295,6 +341,12 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         case_name(name, sizeof name, m, c->factor, L, mode, kind);
         snprintf(g, sizeof g, "/cases/%s", name);
         r->case_no++;
+        if (done[mi]) {
+            if (r->rank == 0 && !r->quiet)
+                fprintf(stderr, "[%2d/%d] %-40s complete in the file, kept\n", r->case_no,
+                        r->n_cases, name);
+            continue;
+        }
         double tc = MPI_Wtime();
         if (r->rank == 0 && !r->quiet)
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
@@ -437,13 +489,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
 
     /* rank 0's view, broadcast: attribute values must be identical everywhere */
     if (r->rank == 0) {
-        size_t len = (size_t)snprintf(cmd, sizeof cmd, "ropebench");
-        for (int i = 0; i < argc && len < sizeof cmd - 2; i++)
-            len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        run_stamp(cmd, sizeof cmd, created, sizeof created, argc, argv);
         int l = 0;
         MPI_Get_library_version(mpiv, &l);
         char *nl = strchr(mpiv, '\n');
@@ -517,6 +563,58 @@ cleanup:
     return rc;
 }
 
+/* --resume: open the existing file, which must be a ropebench file of the same
+ * resolved study (same config_text); collective. */
+static int open_for_resume(rb_run *r, const char *path)
+{
+    char *fmt = NULL, *text = NULL;
+    int rc = rb_results_open(&r->res, path, r->comm, r->err, sizeof r->err);
+    if (rc != RB_OK) goto cleanup;
+    rc = rb_results_attr_get_str(r->res, "/", "format", &fmt, r->err, sizeof r->err);
+    if (rc < 0) goto cleanup;
+    if (rc == 0 || strcmp(fmt, "ropebench") != 0) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT,
+                     "%s: --resume: not a ropebench results file", path);
+        goto cleanup;
+    }
+    rc = rb_results_attr_get_str(r->res, "/", "config_text", &text, r->err, sizeof r->err);
+    if (rc < 0) goto cleanup;
+    if (rc == 0 || strcmp(text, r->cfg->text) != 0) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
+                     "%s: --resume: the file was written by a different study (its "
+                     "config_text differs); use the same -c/--set, or another -o",
+                     path);
+        goto cleanup;
+    }
+    rc = RB_OK;
+cleanup:
+    free(fmt);
+    free(text);
+    if (rc != RB_OK && r->res) {
+        rb_results_close(r->res, NULL, 0);
+        r->res = NULL;
+    }
+    return rc;
+}
+
+/* --resume: record when and how the file was resumed (root attributes). */
+static int note_resume(rb_run *r, int argc, char **argv)
+{
+    char cmd[4096] = "", when[64] = "";
+    if (r->rank == 0) {
+        run_stamp(cmd, sizeof cmd, when, sizeof when, argc, argv);
+    }
+    bcast_str(cmd, sizeof cmd, r->comm);
+    bcast_str(when, sizeof when, r->comm);
+    int rc = rb_results_attr_str(r->res, "/", "resumed_utc", when, r->err, sizeof r->err);
+    if (rc == RB_OK)
+        rc = rb_results_attr_str(r->res, "/", "resume_command_line", cmd, r->err,
+                                 sizeof r->err);
+    if (rc == RB_OK && r->rank == 0 && !r->quiet)
+        fprintf(stderr, "ropebench: resuming %d cases in an existing file\n", r->n_cases);
+    return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 static int count_cases(const rb_config *c)
@@ -558,6 +656,7 @@ int rb_cmd_run(int argc, char **argv)
         {"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 's'},
         {"output", required_argument, 0, 'o'}, {"dump-inputs", no_argument, 0, 'D'},
         {"dry-run", no_argument, 0, 'n'},      {"quiet", no_argument, 0, 'q'},
+        {"resume", no_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     rb_run r;
@@ -586,6 +685,7 @@ int rb_cmd_run(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case 'D': r.dump = 1; break;
         case 'n': dry = 1; break;
+        case 'R': r.resume = 1; break;
         case 'q': r.quiet = 1; break;
         case 'h':
             if (r.rank == 0) usage(stdout);
@@ -675,13 +775,20 @@ int rb_cmd_run(int argc, char **argv)
     r.abort_after = ab ? atoi(ab) : 0;
 
     r.t_start = MPI_Wtime();
-    rc = rb_results_create(&r.res, out_path, r.comm, r.err, sizeof r.err);
+    int reopened = 0;
+    if (r.resume && access(out_path, F_OK) == 0) {
+        rc = open_for_resume(&r, out_path);
+        reopened = rc == RB_OK;
+    } else {
+        rc = rb_results_create(&r.res, out_path, r.comm, r.err, sizeof r.err);
+    }
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
-        exit_code = rc == RB_EIO ? RB_EXIT_USAGE : RB_EXIT_FAIL;
+        exit_code = rc == RB_EIO || rc == RB_EFORMAT || rc == RB_EINVAL ? RB_EXIT_USAGE
+                                                                         : RB_EXIT_FAIL;
         goto cleanup;
     }
-    rc = write_provenance(&r, argc, argv);
+    rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;

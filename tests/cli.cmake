@@ -97,7 +97,8 @@ foreach(np 1 2 3 4)
   endforeach()
 endforeach()
 
-rb_add_test(NAME e2e_interrupted COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interrupted.py
-  ${RB_WORK} ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
+rb_add_test(NAME e2e_interrupted_resume COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interrupted.py
+  ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_interrupted_resume PROPERTIES FIXTURES_REQUIRED small_np1)
 rb_add_test(NAME e2e_report_small COMMAND ${RB_EXE} report ${RB_WORK}/small_np1.h5 -o ${RB_WORK}/small_report)
 set_tests_properties(e2e_report_small PROPERTIES FIXTURES_REQUIRED small_np1)

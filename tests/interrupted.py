@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """interrupted.py — a run killed after its 2nd case (ROPEBENCH_TEST_ABORT_AFTER=2) must
-leave those 2 cases complete and readable, no other case marked complete, and
-`ropebench report` must still work on the file.
+leave those 2 cases complete and readable and no other case marked complete;
+`ropebench report` must still work on the file; `run --resume` must keep the 2 cases
+untouched, redo the rest, and end equal to an uninterrupted run (REFERENCE, compared
+by compare_results.py); `--resume` with a different study must be refused (exit 2).
 
-usage: interrupted.py WORKDIR ROPEBENCH CONFIG -- mpiexec-command-prefix...
+usage: interrupted.py WORKDIR ROPEBENCH CONFIG REFERENCE.h5 -- mpiexec-command-prefix...
 """
 import os
 import subprocess
@@ -14,29 +16,56 @@ import h5py
 
 def main():
     sep = sys.argv.index("--")
-    work, exe, cfg = sys.argv[1:4]
+    work, exe, cfg, reference = sys.argv[1:5]
     mpi = sys.argv[sep + 1:]
     os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "interrupted.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    run = mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", out]
     env = dict(os.environ, ROPEBENCH_TEST_ABORT_AFTER="2")
-    p = subprocess.run(mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", out], env=env,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(run, env=env, capture_output=True, text=True, timeout=300)
     failed = []
     if p.returncode == 0:
         failed.append("the interrupted run exited 0")
+    kept = {}
     with h5py.File(out, "r") as f:
         cases = f["cases"]
         done = [n for n in cases if cases[n].attrs.get("complete") == 1]
         if len(done) != 2:
-            failed.append(f"{len(done)} complete cases, expected 2: {done}")
+            failed.append(f"{len(done)} complete cases after the interruption, expected 2")
         for n in done:
             lse = cases[n]["rows/lse"][()]
-            if lse.size == 0 or not (lse[lse > -1e300] == lse[lse > -1e300]).all():
+            if lse.size == 0 or (lse != lse).any():
                 failed.append(f"case {n}: lse unreadable or NaN")
+            kept[n] = cases[n]["timing/total_s"][()].copy()
     r = subprocess.run([exe, "report", out, "-o", os.path.join(work, "interrupted-report")],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         failed.append(f"report failed on the interrupted file: {r.stderr.strip()}")
+
+    # a different study may not resume this file
+    d = subprocess.run(run + ["--resume", "--set", "scaling.factor=5"], capture_output=True,
+                       text=True, timeout=300)
+    if d.returncode != 2 or "written by a different study" not in d.stderr:
+        failed.append(f"--resume with another study: exit {d.returncode}, {d.stderr.strip()!r}")
+
+    q = subprocess.run(run + ["--resume"], capture_output=True, text=True, timeout=300)
+    if q.returncode != 0:
+        failed.append(f"--resume exited {q.returncode}: {q.stderr.strip()}")
+    else:
+        with h5py.File(out, "r") as f:
+            cases = f["cases"]
+            for n, t in kept.items():
+                if not (cases[n]["timing/total_s"][()] == t).all():
+                    failed.append(f"case {n} was complete but --resume rewrote it")
+            if "resumed_utc" not in f.attrs:
+                failed.append("no resumed_utc attribute after --resume")
+        c = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                         "compare_results.py"),
+                            reference, out], capture_output=True, text=True, timeout=300)
+        if c.returncode != 0:
+            failed.append("resumed file differs from the uninterrupted run:\n" + c.stdout)
     for x in failed:
         print("FAIL:", x)
     if failed:
