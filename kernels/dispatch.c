@@ -1,6 +1,8 @@
 /* dispatch.c — CPU feature detection (cpuid + xgetbv) and run-time choice of the
  * attention tile kernel among the variants built into this binary. */
 #include "rb_kernels.h"
+#include "avx512/rb_avx512.h"
+#include "blas/rb_blas.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -106,6 +108,8 @@ typedef struct {
     int (*supported)(const rb_cpu_info *ci);
     int automatic;
     const char *auto_reason; /* the log line when chosen automatically */
+    const char *dtype;       /* arithmetic of the tile */
+    rb_rope_apply_fn rope;   /* RoPE application paired with it */
 } rb_kernel_variant;
 
 static int cpu_any(const rb_cpu_info *ci)
@@ -124,11 +128,37 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
     return cpu_avx512(ci) && ci->avx512_bf16;
 }
 
+/* The build defines RB_HAVE_<variant> for each kernel file it compiles (CMake). */
+#ifdef RB_HAVE_AVX512_ROPE
+#define RB_ROPE_FAST rb_rope_apply_avx512
+#else
+#define RB_ROPE_FAST rb_rope_apply
+#endif
+#ifdef RB_HAVE_AVX512_BF16
+#define RB_TILE_AVX512_BF16 rb_attn_tile_avx512_bf16
+#else
+#define RB_TILE_AVX512_BF16 NULL
+#endif
+#ifdef RB_HAVE_AVX512_FP32
+#define RB_TILE_AVX512 rb_attn_tile_avx512
+#else
+#define RB_TILE_AVX512 NULL
+#endif
+#ifdef RB_HAVE_BLAS
+#define RB_TILE_BLAS rb_attn_tile_blas
+#else
+#define RB_TILE_BLAS NULL
+#endif
+
 static const rb_kernel_variant variants[] = {
-    {"avx512_bf16", NULL, cpu_avx512_bf16, 0, "avx512_bf16: best kernel built"},
-    {"avx512", NULL, cpu_avx512, 1, "avx512: best kernel built and supported"},
-    {"blas", NULL, cpu_any, 1, "blas: best kernel built"},
-    {"ref", rb_attn_tile_ref, cpu_any, 1, "ref: only kernel built"},
+    {"avx512_bf16", RB_TILE_AVX512_BF16, cpu_avx512_bf16, 1,
+     "avx512_bf16: the bf16 kernel, AVX512_BF16 present", "bf16", RB_ROPE_FAST},
+    {"avx512", RB_TILE_AVX512, cpu_avx512, 1, "avx512: AVX-512 present and ZMM state enabled",
+     "fp32", RB_ROPE_FAST},
+    {"blas", RB_TILE_BLAS, cpu_any, 1, "blas: no usable AVX-512 kernel", "fp32",
+     rb_rope_apply},
+    {"ref", rb_attn_tile_ref, cpu_any, 1, "ref: no faster kernel built", "fp32",
+     rb_rope_apply},
 };
 enum { N_VARIANTS = (int)(sizeof variants / sizeof variants[0]) };
 
@@ -148,30 +178,46 @@ static void list_available(const rb_cpu_info *ci, char *buf, size_t len)
     }
 }
 
+static void fill_ops(const rb_kernel_variant *kv, rb_kernel_ops *ops)
+{
+    if (!ops)
+        return;
+    ops->name = kv->name;
+    ops->tile = kv->tile;
+    ops->dtype = kv->dtype;
+    ops->rope = kv->rope;
+}
+
 int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,
                       char *err, size_t errlen)
+{
+    return rb_kernels_select_dtype(override, "fp32", ops, reason, err, errlen);
+}
+
+int rb_kernels_select_dtype(const char *override, const char *dtype, rb_kernel_ops *ops,
+                            const char **reason, char *err, size_t errlen)
 {
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
     char avail[128];
     list_available(&ci, avail, sizeof avail);
+    if (!dtype)
+        dtype = "fp32";
 
     if (!override || !override[0]) {
         for (int i = 0; i < N_VARIANTS; i++) {
             const rb_kernel_variant *kv = &variants[i];
-            if (!kv->tile || !kv->automatic || !kv->supported(&ci))
+            if (!kv->tile || !kv->automatic || !kv->supported(&ci) ||
+                strcmp(kv->dtype, dtype) != 0)
                 continue;
-            if (ops) {
-                ops->name = kv->name;
-                ops->tile = kv->tile;
-            }
+            fill_ops(kv, ops);
             if (reason)
                 *reason = kv->auto_reason;
             return 0;
         }
         return rb_errf(err, errlen, RB_EUNSUPPORTED,
-                       "ROPEBENCH_ISA: no kernel usable on this CPU (available: %s)",
-                       avail);
+                       "study.dtype = %.8s: no %.8s kernel usable on this CPU (available: %s)",
+                       dtype, dtype, avail);
     }
     for (int i = 0; i < N_VARIANTS; i++) {
         const rb_kernel_variant *kv = &variants[i];
@@ -186,10 +232,11 @@ int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **rea
                            "ROPEBENCH_ISA=%s: not supported by this CPU (%s) "
                            "(available: %s)",
                            override, ci.model[0] ? ci.model : "unknown model", avail);
-        if (ops) {
-            ops->name = kv->name;
-            ops->tile = kv->tile;
-        }
+        if (strcmp(kv->dtype, dtype) != 0)
+            return rb_errf(err, errlen, RB_EUNSUPPORTED,
+                           "ROPEBENCH_ISA=%s computes %s, but study.dtype = %.8s",
+                           override, kv->dtype, dtype);
+        fill_ops(kv, ops);
         if (reason)
             *reason = "requested by ROPEBENCH_ISA";
         return 0;
@@ -208,3 +255,16 @@ int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **rea
                    "ROPEBENCH_ISA=%.40s: unknown kernel (known: %s; available: %s)",
                    override, known, avail);
 }
+
+#ifdef _OPENMP
+#include <omp.h>
+int rb_kernels_threads(void) { return omp_get_max_threads(); }
+void rb_kernels_set_threads(int n)
+{
+    if (n >= 1)
+        omp_set_num_threads(n);
+}
+#else
+int rb_kernels_threads(void) { return 1; }
+void rb_kernels_set_threads(int n) { (void)n; }
+#endif

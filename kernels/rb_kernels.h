@@ -176,18 +176,38 @@ typedef struct {
 /* Fill *ci from cpuid + xgetbv. Never fails; unknown fields stay 0. */
 void rb_cpu_detect(rb_cpu_info *ci);
 
+/* Signature of every RoPE application variant: the contract of rb_rope_apply. */
+typedef void (*rb_rope_apply_fn)(float *x, int64_t n_rows, size_t row_stride,
+                                 const int64_t *pos, const double *inv_freq, int head_dim,
+                                 int rotary_dim, rb_rope_layout layout,
+                                 double attention_factor);
+
 typedef struct {
-    const char *name;        /* "ref", "avx512", ... as recorded in results */
+    const char *name;        /* "ref", "blas", "avx512", "avx512_bf16" (recorded) */
     rb_attn_tile_fn tile;
+    const char *dtype;       /* "fp32" or "bf16": the arithmetic of the tile */
+    rb_rope_apply_fn rope;   /* RoPE application that goes with it */
 } rb_kernel_ops;
 
-/* rb_kernels_select: choose the tile kernel. override is the value of ROPEBENCH_ISA
- * (NULL or "" = best available). Known names: ref, blas, avx512, avx512_bf16.
- * An unknown name, or one not built / not supported by this CPU, is RB_EUNSUPPORTED
- * with a message that lists what is available. *reason (may be NULL) receives a
- * short static string explaining the choice, for the log. */
+/* rb_kernels_select: choose the tile kernel for fp32 studies; same as
+ * rb_kernels_select_dtype(override, "fp32", ...). */
 int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,
                       char *err, size_t errlen);
+
+/* rb_kernels_select_dtype: choose the kernel. override is the value of ROPEBENCH_ISA
+ * (NULL or "" = best available for dtype). Known names: ref, blas, avx512,
+ * avx512_bf16. dtype "fp32" chooses among ref/blas/avx512, "bf16" needs avx512_bf16.
+ * An unknown name, one not built or not supported by this CPU (no AVX-512 or no OS
+ * ZMM state), or one whose dtype differs from the study's, is RB_EUNSUPPORTED with a
+ * message that lists what is available. *reason (may be NULL) receives a short
+ * static string explaining the choice, for the log. */
+int rb_kernels_select_dtype(const char *override, const char *dtype, rb_kernel_ops *ops,
+                            const char **reason, char *err, size_t errlen);
+
+/* Threads the tile and RoPE kernels use (OpenMP); 1 in a build without OpenMP. */
+int rb_kernels_threads(void);
+/* Set it (n >= 1); no effect without OpenMP. */
+void rb_kernels_set_threads(int n);
 
 #ifdef __cplusplus
 }

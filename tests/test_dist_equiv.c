@@ -120,7 +120,7 @@ static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int hea
 {
     const int d = ds->head_dim;
     const char *ln = rb_shard_layout_name(s);
-    const rb_kernel_ops ops = {"ref", rb_attn_tile_ref};
+    const rb_kernel_ops ops = {.name = "ref", .tile = rb_attn_tile_ref, .dtype = "fp32", .rope = rb_rope_apply};
     char err[256];
     int64_t n = rb_shard_local_count(s, L, nranks);
     size_t sd = RB_STATE_STRIDE(d);
@@ -298,7 +298,7 @@ int main(int argc, char **argv)
 
     /* Bad arguments: every rank must return RB_EINVAL together (no hang, no crash). */
     {
-        const rb_kernel_ops ops = {"ref", rb_attn_tile_ref};
+        const rb_kernel_ops ops = {.name = "ref", .tile = rb_attn_tile_ref, .dtype = "fp32", .rope = rb_rope_apply};
         float buf[2 * 64];
         int64_t p[2] = {0, 1};
         double st[2 * 67];

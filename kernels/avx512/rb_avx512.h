@@ -1,0 +1,69 @@
+/* rb_avx512.h — internal to kernels/: prototypes and contracts of the AVX-512 kernels,
+ * and the vectorized exp they share. Include only from files compiled with the
+ * AVX-512 flags (the files of kernels/avx512/); dispatch.c sees the prototypes only. */
+#ifndef RB_AVX512_H
+#define RB_AVX512_H
+
+#include "rb_kernels.h"
+
+/* rb_attn_tile_avx512: the tile contract of rb_attn_tile_fn (rb_kernels.h), computed
+ * in fp32: scores, running max, l, u and acc in fp32 registers, exp by rb_exp512_ps;
+ * the fp32 state of each query row is merged into the double `state` at the end of the
+ * call (rb_state_merge semantics). Query rows are split over OpenMP threads by equal
+ * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
+ * Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy <= 1e-5. */
+int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                        const float *v, const int64_t *k_pos, int64_t nk, int d,
+                        double scale, double *state);
+
+/* rb_attn_tile_avx512_bf16: the same contract with q, k, p and v rounded to bf16
+ * (round to nearest even) and products accumulated in fp32 by VDPBF16PS; softmax
+ * state in fp32. Needs AVX512_BF16 too. Error vs reference: outputs <= 2e-2
+ * relative, entropy <= 1e-2. */
+int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
+                             const float *k, const float *v, const int64_t *k_pos,
+                             int64_t nk, int d, double scale, double *state);
+
+/* rb_rope_apply_avx512: the contract of rb_rope_apply. Phases of runs of rows whose
+ * positions step by a constant are generated incrementally in double (angle-addition
+ * recurrence), re-anchored from the exact rb_rope_phase at the first row of every
+ * block of at most RB_ROPE_ANCHOR rows; other rows use the exact phase. Angle error
+ * <= 1e-12 rad up to position 2^32 (tested against the exact phase). */
+#define RB_ROPE_ANCHOR 64
+void rb_rope_apply_avx512(float *x, int64_t n_rows, size_t row_stride, const int64_t *pos,
+                          const double *inv_freq, int head_dim, int rotary_dim,
+                          rb_rope_layout layout, double attention_factor);
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* rb_exp512_ps: e^x for 16 floats. Range reduction x = n ln2 + r with ln2 split in
+ * two (Cody–Waite), |r| <= ln2/2, e^r by Cephes' degree-7 expf polynomial
+ * 1 + r + r^2 P(r), result scaled by 2^n with VSCALEFPS. Inputs below -103.9 (and
+ * -inf) give +0, above 88.72 give +inf; NaN gives NaN. Error <= 2 ulp for
+ * x in [-87.3, 88.7] (measured in tests/test_exp512.c); denormal results are not
+ * exact. */
+static inline __m512 rb_exp512_ps(__m512 x)
+{
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f);
+    const __m512 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f)); /* -inf -> 0 through scalef */
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 r2 = _mm512_mul_ps(r, r);
+    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+#endif
+
+#endif
