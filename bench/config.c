@@ -45,6 +45,7 @@ static const rb_key RB_KEYS[] = {
     {"study", "probe_positions", ""},
     {"study", "shard_layout", "zigzag"},
     {"study", "dtype", "fp32"},
+    {"study", "threads", "auto"},
     {"study", "memory_limit_gib", "auto"},
     {"needle", "positions", "-2,-17,-129,-1025,-4001"},
     {"needle", "query_positions", "-1,-1,-1,-1,-1"},
@@ -469,14 +470,18 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         char b[32];
         snprintf(b, sizeof b, "%s", V("study", "dtype"));
         char *t = trim(b);
-        if (!strcmp(t, "bf16"))
-            return rb_errf(err, errlen, RB_EUNSUPPORTED,
-                           "study.dtype = bf16: no bf16 kernel in this build (available: "
-                           "fp32)");
-        if (strcmp(t, "fp32"))
+        if (strcmp(t, "fp32") && strcmp(t, "bf16"))
             return rb_errf(err, errlen, RB_EINVAL,
                            "study.dtype = '%s': unknown (choose from fp32, bf16)", t);
         snprintf(c->dtype, sizeof c->dtype, "%s", t);
+    }
+    {
+        char b[32];
+        snprintf(b, sizeof b, "%s", V("study", "threads"));
+        if (!strcmp(trim(b), "auto")) x = 0;
+        else if ((rc = parse_i64(b, K("study", "threads"), 1, 1024, &x, err, errlen)))
+            return rc;
+        c->threads = (int)x;
     }
     if ((rc = parse_f64_or(V("study", "memory_limit_gib"), K("study", "memory_limit_gib"),
                            "auto", 0, 1e-3, 1e9, &c->memory_limit_gib, err, errlen)))

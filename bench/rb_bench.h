@@ -47,6 +47,7 @@ typedef struct {
     int64_t probe_positions[RB_MAX_LIST];
     rb_shard_layout shard_layout;
     char dtype[8];
+    int threads;             /* OpenMP threads per rank; 0: auto (OpenMP default) */
     double memory_limit_gib; /* 0: 90% of this host's available memory */
     /* [needle] */
     int n_needles;

@@ -136,6 +136,18 @@ static void case_name(char *buf, size_t len, rb_rope_method m, double factor, in
              mode == RB_MODE_FULL ? "full" : "probe", rb_dataset_kind_name(ds));
 }
 
+/* FLOPs of a case: 4*d per visible (query, key) pair (2d for q.k, 2d for p*v), over
+ * heads; full mode has L(L+1)/2 pairs, a probe row at position p sees p+1 keys. */
+static double case_flops(const int64_t *qpos, int64_t nq, int mode, int64_t L, int d, int H)
+{
+    double pairs = 0;
+    if (mode == RB_MODE_FULL)
+        pairs = (double)L * (double)(L + 1) / 2.0;
+    else
+        for (int64_t i = 0; i < nq; i++) pairs += (double)qpos[i] + 1.0;
+    return pairs * 4.0 * d * H;
+}
+
 static void dataset_for(const rb_config *c, rb_dataset_kind kind, int64_t L,
                         rb_dataset *ds)
 {
@@ -171,7 +183,7 @@ static void progress_step(int step, int nsteps, void *user)
 
 static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t L,
                             int mode, rb_dataset_kind kind, const rb_rope_info *info,
-                            double scale, int64_t n_rows)
+                            double scale, int64_t n_rows, double flops)
 {
     const rb_config *c = r->cfg;
     char *e = r->err;
@@ -202,6 +214,8 @@ static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t 
     TRY(rb_results_attr_str(r->res, g, "dtype", c->dtype, e, el));
     TRY(rb_results_attr_i64(r->res, g, "n_rows", n_rows, e, el));
     TRY(rb_results_attr_i64(r->res, g, "nranks", r->nranks, e, el));
+    TRY(rb_results_attr_i64(r->res, g, "threads", rb_kernels_threads(), e, el));
+    TRY(rb_results_attr_f64(r->res, g, "flops", flops, e, el));
     if (m == RB_ROPE_YARN) {
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_low", info->corr_low, e, el));
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_high", info->corr_high, e, el));
@@ -360,10 +374,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             double ts = MPI_Wtime();
             memcpy(qrot, qpre + (size_t)h * nq * row, (size_t)nq * row * sizeof(float));
             memcpy(krot, kpre + (size_t)h * n * row, (size_t)n * row * sizeof(float));
-            rb_rope_apply(qrot, nq, row, qpos, inv_freq, d, c->rotary_dim, c->layout,
-                          info.attention_factor);
-            rb_rope_apply(krot, n, row, pos, inv_freq, d, c->rotary_dim, c->layout,
-                          info.attention_factor);
+            r->ops.rope(qrot, nq, row, qpos, inv_freq, d, c->rotary_dim, c->layout,
+                        info.attention_factor);
+            r->ops.rope(krot, n, row, pos, inv_freq, d, c->rotary_dim, c->layout,
+                        info.attention_factor);
             setup_s += MPI_Wtime() - ts;
             const float *vh = vpre + (size_t)h * n * row;
             if (mode == RB_MODE_FULL)
@@ -385,7 +399,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
 
         /* write: attributes, schedule, rows, timings, inputs; complete=1 last */
         int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
-        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, n_rows));
+        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, n_rows,
+                             case_flops(qpos, nq, mode, L, d, H)));
         int64_t dims[1] = {np};
         snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
         TRY(rb_results_write_f64(r->res, path, 1, dims, inv_freq, 0, e, el));
@@ -526,7 +541,8 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_str(r->res, "/", "command_line", cmd, e, el));
     TRY(rb_results_attr_str(r->res, "/", "config_text", r->cfg->text, e, el));
     TRY(rb_results_attr_i64(r->res, "/", "nranks", r->nranks, e, el));
-    TRY(rb_results_attr_i64(r->res, "/", "threads_per_rank", 1, e, el));
+    TRY(rb_results_attr_i64(r->res, "/", "threads_per_rank", rb_kernels_threads(), e, el));
+    TRY(rb_results_attr_str(r->res, "/", "dtype", r->cfg->dtype, e, el));
     TRY(rb_results_attr_str(r->res, "/", "kernel", r->ops.name, e, el));
 
     const char *p = "/provenance";
@@ -736,7 +752,8 @@ int rb_cmd_run(int argc, char **argv)
     }
     if (rc == RB_OK) {
         const char *why = NULL;
-        rc = rb_kernels_select(getenv("ROPEBENCH_ISA"), &r.ops, &why, r.err, sizeof r.err);
+        rc = rb_kernels_select_dtype(getenv("ROPEBENCH_ISA"), cfg.dtype, &r.ops, &why, r.err,
+                                     sizeof r.err);
         kernel_why = why;
     }
     if (rc != RB_OK) {
@@ -745,6 +762,7 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
 
+    if (cfg.threads > 0) rb_kernels_set_threads(cfg.threads);
     MPI_Init(&argc, &argv);
     mpi_up = 1;
     r.comm = MPI_COMM_WORLD;
