@@ -104,3 +104,22 @@ rb_add_test(NAME e2e_interrupted_resume COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOU
 set_tests_properties(e2e_interrupted_resume PROPERTIES FIXTURES_REQUIRED small_np1)
 rb_add_test(NAME e2e_report_small COMMAND ${RB_EXE} report ${RB_WORK}/small_np1.h5 -o ${RB_WORK}/small_report)
 set_tests_properties(e2e_report_small PROPERTIES FIXTURES_REQUIRED small_np1)
+
+# the fast kernels on 1-4 ranks against the 1-rank reference-kernel run (skipped, not
+# passed, where a kernel is not built or this CPU cannot run it)
+foreach(kv avx512:fp32 blas:fp32 avx512_bf16:bf16)
+  string(REPLACE ":" ";" kv "${kv}")
+  list(GET kv 0 isa)
+  list(GET kv 1 dtype)
+  foreach(case 1:contiguous 2:zigzag 3:striped 4:zigzag)
+    string(REPLACE ":" ";" case "${case}")
+    list(GET case 0 np)
+    list(GET case 1 layout)
+    set(t e2e_fast_${isa}_${layout}_np${np})
+    rb_add_test(NAME ${t} COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fast_vs_ref.py
+      ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 ${isa} ${dtype} ${np} ${layout}
+      -- ${RB_MPIEXEC_CMD})
+    set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED small_np1 SKIP_RETURN_CODE 77
+      PROCESSORS ${np} LABELS "mpi;fast")
+  endforeach()
+endforeach()

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """compare_results.py — two results files must hold the same cases with the same rows:
-positions equal, lse and entropy within RTOL relative (default 1e-6), outputs (when both
-stored them) within 1e-5 relative to the row's largest |output|.
+positions equal, lse and entropy within RTOL (default 1e-6) of |x - y| / max(|x|, |y|,
+FLOOR) (FLOOR default 0: plain relative error; 1 makes it absolute near 0), outputs
+(when both stored them) within OTOL (default 1e-5) relative to the row's largest
+|output|.
 
-usage: compare_results.py REFERENCE.h5 OTHER.h5 [--rtol 1e-6]
+usage: compare_results.py REFERENCE.h5 OTHER.h5 [--rtol 1e-6] [--etol RTOL] [--floor 0]
+                          [--otol 1e-5]
+  --etol: separate tolerance for entropy (default: RTOL)
 """
 import sys
 
@@ -11,15 +15,20 @@ import h5py
 import numpy as np
 
 
-def rel_err(a, b):
-    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), 1e-300)
+def rel_err(a, b, floor=0.0):
+    scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), max(floor, 1e-300))
     d = np.where(a == b, 0.0, np.abs(a - b) / scale)  # equal infinities are equal
     return d
 
 
 def main():
     ref_path, other_path = sys.argv[1], sys.argv[2]
-    rtol = float(sys.argv[sys.argv.index("--rtol") + 1]) if "--rtol" in sys.argv else 1e-6
+    def opt(name, default):
+        return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+    rtol = opt("--rtol", 1e-6)
+    etol = opt("--etol", rtol)
+    floor = opt("--floor", 0.0)
+    otol = opt("--otol", 1e-5)
     passed = failed = 0
     with h5py.File(ref_path, "r") as ref, h5py.File(other_path, "r") as oth:
         names = sorted(ref["cases"].keys())
@@ -38,9 +47,9 @@ def main():
                 print(f"FAIL {name}: positions differ")
                 failed += 1
                 continue
-            for key, tol in (("lse", rtol), ("entropy", rtol)):
+            for key, tol in (("lse", rtol), ("entropy", etol)):
                 x, y = a["rows/" + key][()], b["rows/" + key][()]
-                e = rel_err(x, y)
+                e = rel_err(x, y, floor)
                 if e.max() > tol:
                     h, i = np.unravel_index(np.argmax(e), e.shape)
                     print(f"FAIL {name} {key}: head {h} row {i} position {pa[i]}: "
@@ -53,13 +62,14 @@ def main():
                 y = b["rows/output"][()].astype(np.float64)
                 s = np.maximum(np.abs(x).max(axis=2, keepdims=True), 1e-30)
                 e = np.abs(x - y) / s
-                if e.max() > 1e-5:
+                if e.max() > otol:
                     h, i, k = np.unravel_index(np.argmax(e), e.shape)
                     print(f"FAIL {name} output: head {h} row {i} dim {k}: rel {e.max():.3g}")
                     failed += 1
                 else:
                     passed += 1
-    print(f"compared {ref_path} and {other_path} at rtol {rtol:g}")
+    print(f"compared {ref_path} and {other_path}: lse {rtol:g}, entropy {etol:g}, "
+          f"floor {floor:g}, outputs {otol:g}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
