@@ -25,7 +25,10 @@ typedef struct {
     rp_attrs attrs;
     char method[64], mode[32], dataset[64], shard_layout[64];
     double factor;
-    int64_t seq_len, heads, n_rows;
+    int64_t seq_len, heads, n_rows, head_dim;
+    char kernel[32], dtype[16];
+    double flops;       /* attribute flops (NaN if absent) */
+    int64_t threads;    /* attribute threads (-1 if absent) */
     int complete;       /* complete == 1 */
     char *problem;      /* why it is listed as incomplete/unreadable, NULL if fine */
     /* rows (complete cases only) */
@@ -49,6 +52,9 @@ typedef struct {
     size_t ntopo;
     rp_case *cases;
     size_t ncases;
+    /* peaks measured by the run on all ranks at once: sums over ranks (NaN if absent) */
+    double peak_gflops, triad_gbps;
+    int64_t peak_ranks;
 } rp_file;
 
 /* Rows above which a plot series is reduced to log-binned means, and the bins per

@@ -569,11 +569,16 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     copy_attr(g, "mode", c->mode, sizeof c->mode);
     copy_attr(g, "dataset", c->dataset, sizeof c->dataset);
     copy_attr(g, "shard_layout", c->shard_layout, sizeof c->shard_layout);
+    copy_attr(g, "kernel", c->kernel, sizeof c->kernel);
+    copy_attr(g, "dtype", c->dtype, sizeof c->dtype);
     double v = NAN;
     c->factor = attr_num(g, "factor", &v) == 1 ? v : NAN;
     c->seq_len = attr_num(g, "seq_len", &v) == 1 ? (int64_t)v : -1;
     c->heads = attr_num(g, "heads", &v) == 1 ? (int64_t)v : -1;
     c->n_rows = attr_num(g, "n_rows", &v) == 1 ? (int64_t)v : -1;
+    c->head_dim = attr_num(g, "head_dim", &v) == 1 ? (int64_t)v : -1;
+    c->threads = attr_num(g, "threads", &v) == 1 ? (int64_t)v : -1;
+    c->flops = attr_num(g, "flops", &v) == 1 ? v : NAN;
     int cr = attr_num(g, "complete", &v);
     c->complete = cr == 1 && v == 1;
     if (!c->complete)
@@ -583,6 +588,23 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     H5Gclose(g);
     H5Eclear2(H5E_DEFAULT);
     return 0;
+}
+
+/* Sum of a per-rank peak dataset ([nranks] float64); leaves *sum alone if absent. */
+static void peaks_read(hid_t g, const char *name, double *sum, int64_t *nranks)
+{
+    double *v = NULL;
+    hsize_t dims[3];
+    int nd = 0;
+    const char *why = "";
+    if (dset_f64(g, name, &v, dims, &nd, &why) == RB_OK && nd == 1 && dims[0] > 0) {
+        double s = 0;
+        for (hsize_t i = 0; i < dims[0]; i++) s += v[i];
+        *sum = s;
+        *nranks = (int64_t)dims[0];
+    }
+    free(v);
+    H5Eclear2(H5E_DEFAULT);
 }
 
 /* ---- file -------------------------------------------------------------------------- */
@@ -596,6 +618,7 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
     h5msg m;
     struct stat st;
     memset(f, 0, sizeof *f);
+    f->peak_gflops = f->triad_gbps = NAN;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (!path || !*path)
         return rb_errf(err, errlen, RB_EINVAL, "report: no results file given");
@@ -666,6 +689,9 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
         dset_strings(g, "rank_binding", &f->rank_binding, &f->nrank_binding);
         dset_strings(g, "hosts", &f->hosts, &f->nhosts);
         strings_lengths(g, "topology_xml", &f->topo_xml_len, &f->ntopo);
+        f->peak_gflops = f->triad_gbps = NAN;
+        peaks_read(g, "peak_fma_gflops", &f->peak_gflops, &f->peak_ranks);
+        peaks_read(g, "triad_gbps", &f->triad_gbps, &f->peak_ranks);
         H5Gclose(g);
         g = H5I_INVALID_HID;
     }

@@ -103,6 +103,82 @@ static int finish(FILE *o, const char *path, char *err, size_t errlen)
 /* ---- Markdown ---------------------------------------------------------------------- */
 
 /* rp_write_md: see report_int.h. */
+/* Throughput of a case from its attributes and timings: GFLOP/s over the slowest
+ * rank's compute time, K/V streaming GB/s for probe cases (K and V read once), and
+ * both as % of the peaks the run measured (sums over ranks). NaN where unknown. */
+typedef struct {
+    double compute_s, gflops, pct_peak, gbps, pct_triad;
+} rp_tput;
+
+static void case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
+{
+    t->compute_s = c->tmax[RP_T_COMPUTE];
+    t->gflops = t->pct_peak = t->gbps = t->pct_triad = NAN;
+    if (!(t->compute_s > 0))
+        return;
+    t->gflops = c->flops / t->compute_s / 1e9;
+    t->pct_peak = 100.0 * t->gflops / f->peak_gflops;
+    if (strcmp(c->mode, "probe") == 0 && c->heads > 0 && c->head_dim > 0) {
+        double bytes = (double)c->heads * (double)c->seq_len * (double)c->head_dim * 4.0 * 2.0;
+        t->gbps = bytes / t->compute_s / 1e9;
+        t->pct_triad = 100.0 * t->gbps / f->triad_gbps;
+    }
+}
+
+/* The throughput section, as Markdown (html = 0) or HTML (html = 1). */
+static void write_tput(FILE *o, const rp_file *f, int html)
+{
+    static const char *cols[] = {"case", "kernel", "dtype", "threads/rank",
+                                 "compute s (slowest rank)", "GFLOP/s", "% of FMA peak",
+                                 "K/V GB/s (probe)", "% of triad"};
+    const int ncol = (int)(sizeof cols / sizeof cols[0]);
+    char b[64];
+    fprintf(o, html ? "<h2>Throughput</h2>\n<p>" : "\n## Throughput\n\n");
+    if (isfinite(f->peak_gflops))
+        fprintf(o, "Peaks measured by this run on all %lld rank(s) at once: FMA %.1f GFLOP/s, "
+                   "triad %.1f GB/s (sums over ranks). ",
+                (long long)f->peak_ranks, f->peak_gflops, f->triad_gbps);
+    else
+        fprintf(o, "This file holds no peak measurements: the %% columns are n/a. ");
+    fprintf(o, "GFLOP/s counts 4·d FLOP per visible (query, key) pair (the case's `flops` "
+               "attribute) over the slowest rank's compute time; probe cases also show the "
+               "K/V bytes streamed once per head.%s",
+            html ? "</p>\n<table>\n<thead><tr>" : "\n\n|");
+    for (int j = 0; j < ncol; j++)
+        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
+    fprintf(o, html ? "</tr></thead>\n" : "\n|");
+    for (int j = 0; !html && j < ncol; j++)
+        fprintf(o, "---|");
+    fprintf(o, html ? "" : "\n");
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem)
+            continue;
+        rp_tput t;
+        case_tput(f, c, &t);
+        const char *cells[3] = {c->name, c->kernel, c->dtype};
+        fprintf(o, html ? "<tr>" : "|");
+        for (int j = 0; j < 3; j++) {
+            fprintf(o, html ? "<td>" : " ");
+            if (html)
+                html_esc(o, cells[j]);
+            else
+                md_esc(o, cells[j]);
+            fprintf(o, html ? "</td>" : " |");
+        }
+        double nums[6] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
+                          t.pct_triad};
+        static const char *fmts[6] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f"};
+        for (int j = 0; j < 6; j++) {
+            fmt_num(b, sizeof b, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
+            fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
 int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
                 const char *plot_note, char *err, size_t errlen)
 {
@@ -203,6 +279,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         }
         fprintf(o, "\n");
     }
+    write_tput(o, f, 0);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "\n### Incomplete or unreadable cases (skipped)\n\n");
         for (size_t i = 0; i < f->ncases; i++) {
@@ -350,6 +427,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         fprintf(o, "</tr>\n");
     }
     fprintf(o, "</table>\n");
+    write_tput(o, f, 1);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "<h3>Incomplete or unreadable cases (skipped)</h3>\n<ul>\n");
         for (size_t i = 0; i < f->ncases; i++) {
