@@ -209,6 +209,25 @@ int rb_kernels_threads(void);
 /* Set it (n >= 1); no effect without OpenMP. */
 void rb_kernels_set_threads(int n);
 
+/* ---------------------------------------------------------------------------------
+ * Machine peaks (kernels/peak.c): what benchmark figures are given as fractions of.
+ * ------------------------------------------------------------------------------- */
+
+/* rb_peak_fma_gflops: fp32 FMA throughput in GFLOP/s (an FMA counts 2 FLOP), summed
+ * over `threads` OpenMP threads (<= 0: all, i.e. rb_kernels_threads()). Each thread
+ * runs independent FMA chains -- 12 zmm accumulators with AVX-512 when the CPU and OS
+ * allow it, otherwise a plain-C loop the compiler vectorizes as far as it can -- for a
+ * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s); a thread's rate is its
+ * FLOP over its own elapsed time. No memory traffic; never fails. */
+double rb_peak_fma_gflops(int threads, double seconds);
+
+/* rb_triad_gbps: STREAM triad a[i] = b[i] + s*c[i] over three double arrays of
+ * bytes_per_array bytes each (choose >> last-level cache), first-touched in parallel by
+ * `threads` OpenMP threads (<= 0: all), one warm-up pass then the best of 5; counts
+ * 24 bytes per element as STREAM does (no write-allocate traffic). Returns GB/s
+ * (1e9 bytes/s), or -1 if bytes_per_array < 8 KiB or the arrays cannot be allocated. */
+double rb_triad_gbps(int threads, size_t bytes_per_array);
+
 #ifdef __cplusplus
 }
 #endif

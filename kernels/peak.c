@@ -1,0 +1,125 @@
+/* peak.c — the machine peaks every benchmark figure is measured against: an FMA
+ * throughput probe (AVX-512 when usable, plain C otherwise) and a STREAM triad. */
+#include "rb_kernels.h"
+#include "avx512/rb_peak.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int resolve_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads >= 1 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+/* Portable FMA loop: 8 independent chains of 16 floats (a*x + b: 2 FLOP each),
+ * 256 FLOP per iteration; the compiler vectorizes it as far as its flags allow. */
+static double peak_loop_c(int64_t iters, float seed)
+{
+    float acc[8][16];
+    const float a = 0.999999f, b = seed * 1e-7f;
+    for (int i = 0; i < 8; i++)
+        for (int l = 0; l < 16; l++)
+            acc[i][l] = seed + (float)(i + l);
+    for (int64_t it = 0; it < iters; it++) {
+        __asm__ volatile("" : : "r"(acc) : "memory");
+        for (int i = 0; i < 8; i++)
+            for (int l = 0; l < 16; l++)
+                acc[i][l] = acc[i][l] * a + b;
+    }
+    double s = 0;
+    for (int i = 0; i < 8; i++)
+        for (int l = 0; l < 16; l++)
+            s += acc[i][l];
+    return s;
+}
+
+static volatile double peak_sink;
+
+double rb_peak_fma_gflops(int threads, double seconds)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    const int zmm = ci.avx512f && ci.os_zmm;
+    const double flop_per_iter = zmm ? 384.0 : 256.0;
+    const int64_t chunk = zmm ? 200000 : 100000;
+    if (!(seconds > 0))
+        seconds = 0.2;
+    const int nt = resolve_threads(threads);
+    double total = 0.0;
+#pragma omp parallel num_threads(nt) reduction(+ : total)
+    {
+        double sink = 0;
+        /* warm-up (clock and power-license ramp), then timed chunks until `seconds` */
+        const double w0 = now_s();
+        while (now_s() - w0 < 0.1 * seconds)
+            sink += zmm ? rb_peak_fma_avx512(chunk, 1.0f) : peak_loop_c(chunk, 1.0f);
+#pragma omp barrier
+        int64_t iters = 0;
+        const double t0 = now_s();
+        double t1 = t0;
+        do {
+            sink += zmm ? rb_peak_fma_avx512(chunk, 1.0f) : peak_loop_c(chunk, 1.0f);
+            iters += chunk;
+            t1 = now_s();
+        } while (t1 - t0 < seconds);
+        total += flop_per_iter * (double)iters / (t1 - t0) * 1e-9;
+        peak_sink = sink;
+    }
+    return total;
+}
+
+double rb_triad_gbps(int threads, size_t bytes_per_array)
+{
+    const size_t n = bytes_per_array / sizeof(double);
+    double *a = NULL, *b = NULL, *c = NULL, best = -1.0, result = -1.0;
+    if (n < 1024)
+        goto cleanup;
+    const size_t bytes = (n * sizeof(double) + 63) / 64 * 64;
+    a = aligned_alloc(64, bytes);
+    b = aligned_alloc(64, bytes);
+    c = aligned_alloc(64, bytes);
+    if (!a || !b || !c)
+        goto cleanup;
+    const int nt = resolve_threads(threads);
+    const long long nn = (long long)n;
+    /* first touch by the thread that will use each page */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long long i = 0; i < nn; i++) {
+        a[i] = 0.0;
+        b[i] = 1.0;
+        c[i] = 2.0;
+    }
+    const double s = 3.0;
+    for (int rep = 0; rep < 6; rep++) {
+        const double t0 = now_s();
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (long long i = 0; i < nn; i++)
+            a[i] = b[i] + s * c[i];
+        const double t = now_s() - t0;
+        if (rep > 0 && (best < 0 || t < best)) /* rep 0 is a warm-up */
+            best = t;
+    }
+    peak_sink = a[n / 2];
+    result = 3.0 * sizeof(double) * (double)n / best * 1e-9;
+cleanup:
+    free(a);
+    free(b);
+    free(c);
+    return result;
+}
