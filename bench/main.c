@@ -1,4 +1,4 @@
-/* main.c — the ropebench command: dispatches to run, report, freqs and info. */
+/* main.c — the ropebench command: dispatches to run, report, freqs, info and bench. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +20,7 @@ static void usage(FILE *f)
             "  report   write report.md and report.html from a results file\n"
             "  freqs    print the frequency table of one RoPE schedule\n"
             "  info     detected CPU features, kernel choice, topology, library versions\n"
+            "  bench    microbenchmarks of the kernels as fractions of measured peaks\n"
             "\n"
             "'ropebench <command> --help' describes each command; --version prints the "
             "version.\n");
@@ -44,7 +45,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "report")) return rb_cmd_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "freqs")) return rb_cmd_freqs(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return rb_cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info)\n",
+    if (!strcmp(cmd, "bench")) return rb_cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info, bench)\n",
             cmd);
     return RB_EXIT_USAGE;
 }

@@ -86,6 +86,7 @@ int rb_cmd_run(int argc, char **argv);
 int rb_cmd_report(int argc, char **argv);
 int rb_cmd_freqs(int argc, char **argv);
 int rb_cmd_info(int argc, char **argv);
+int rb_cmd_bench(int argc, char **argv);
 
 /* Version line "ropebench X.Y.Z (git ...)". */
 const char *rb_version_string(void);

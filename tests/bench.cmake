@@ -5,3 +5,37 @@ add_executable(test_rope_fast test_rope_fast.c)
 target_link_libraries(test_rope_fast PRIVATE rb_kernels ${MATH_LIBRARY})
 rb_add_test(NAME kernels.rope_fast COMMAND test_rope_fast LABELS kernels)
 set_tests_properties(kernels.rope_fast PROPERTIES SKIP_RETURN_CODE 77)
+
+# `ropebench bench --quick`: the JSON rows of every built kernel, then -o into a new and
+# an existing results file (through mpiexec -n 1: Open MPI's singleton mode crashes
+# LeakSanitizer's tracer under the asan preset).
+set(RB_BENCH_WORK ${CMAKE_CURRENT_BINARY_DIR}/bench)
+file(MAKE_DIRECTORY ${RB_BENCH_WORK})
+rb_add_test(NAME bench.quick
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_bench_json.py --run
+          $<TARGET_FILE:ropebench> ${RB_BENCH_WORK} ${RB_MPIEXEC_CMD} 1
+  LABELS "bench;python;mpi" TIMEOUT 600)
+set_tests_properties(bench.quick PROPERTIES PROCESSORS 2 RUN_SERIAL ON)
+
+# bad options: one 'ropebench:' line naming the option, exit 2, before any work
+file(WRITE ${RB_BENCH_WORK}/not_hdf5.h5 "this is text, not HDF5\n")
+function(rb_bench_error name regex)
+  rb_add_test(NAME bench.error_${name} COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 ${regex} -- ${ARGN} LABELS "bench;cli")
+endfunction()
+set(B $<TARGET_FILE:ropebench> bench)
+rb_bench_error(reps_zero "--reps '0': not a positive integer" ${B} --reps 0)
+rb_bench_error(reps_text "--reps 'many': not a positive integer" ${B} --reps many)
+rb_bench_error(reps_many "--reps 65: at most 64" ${B} --reps 65)
+rb_bench_error(warmup_neg "--warmup '-1': not a non-negative integer" ${B} --warmup -1)
+rb_bench_error(kernel_unknown "--kernels: unknown kernel 'avx1024'" ${B} --kernels ref,avx1024)
+rb_bench_error(kernel_twice "--kernels: 'ref' listed twice" ${B} --kernels ref,ref)
+rb_bench_error(threads_zero "--threads '0': not a positive integer" ${B} --threads 1,0)
+rb_bench_error(threads_text "--threads 'some': not a positive integer" ${B} --threads some)
+rb_bench_error(unknown_option "unknown option '--fast'" ${B} --fast)
+rb_bench_error(missing_value "option --json needs a value" ${B} --json)
+rb_bench_error(extra_arg "unexpected argument 'extra'" ${B} extra)
+rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
+  ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
+rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"
+  ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> bench --quick -o ${RB_BENCH_WORK}/not_hdf5.h5)

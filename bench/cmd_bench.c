@@ -1,0 +1,817 @@
+/* cmd_bench.c — `ropebench bench`: microbenchmarks of the attention tile, probe rows
+ * and RoPE application of every built kernel, each given as a fraction of the FMA peak
+ * and STREAM triad measured in the same run; table, JSON and a /bench results group. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "avx512/rb_avx512.h"
+#include "rb_bench.h"
+#include "rb_build.h"
+#include "rb_results.h"
+
+#define MAX_KERNELS 8
+#define MAX_THREADS 8
+#define MAX_ROWS 256
+#define REP_BUDGET_S 10.0 /* without --reps: repetitions of a row stop at about this */
+
+static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
+enum { N_KNOWN = 4 };
+
+typedef struct {
+    int quick;
+    const char *json, *out;
+    int reps, reps_given, warmup;
+    int n_kernels;
+    rb_kernel_ops kernels[MAX_KERNELS];
+    int n_threads;
+    int threads[MAX_THREADS]; /* resolved counts */
+    int all_threads;
+} bench_opts;
+
+typedef struct {
+    char kernel[16], dtype[8];
+    const char *bench;  /* "causal", "probe", "rope" */
+    int head_dim;
+    int64_t seq_len;    /* causal: L; probe: keys; rope: rows */
+    int64_t n_rows;     /* query rows (causal L, probe count) or rotated rows */
+    int causal;
+    int threads, reps, warmup;
+    double median_s, min_s, max_s, cv;
+    double gflops, gbps; /* gbps NAN where it does not apply */
+    double peak_gflops, triad_gbps, fraction;
+} bench_row;
+
+typedef struct {
+    double fma1, fma_all, triad1, triad_all;
+    size_t triad_bytes;
+} bench_peaks;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ropebench bench [options]\n"
+            "\n"
+            "Microbenchmarks, Google-Benchmark style (warm-up, repetitions, median/min/max/CV):\n"
+            "  causal  one tile call on the whole causal (q, k, v) of length L, positions\n"
+            "          0..L-1, fresh state; GFLOP/s counts 2*L^2*d per head\n"
+            "  probe   128 log-spaced query rows against 1,048,576 keys; GB/s counts K+V once\n"
+            "  rope    RoPE with exact phases over 1,048,576 rows of 128, in place; GB/s\n"
+            "          counts one read and one write per row\n"
+            "for every built and supported kernel x head_dim {64,128} x L {4096,16384} x\n"
+            "threads, each also as a fraction of the FMA peak / STREAM triad measured in\n"
+            "the same run (see docs/bench.md).\n"
+            "\n"
+            "options:\n"
+            "      --quick            small sizes (L 1024/2048, 65536 keys/rows, 1 rep), for tests\n"
+            "      --json FILE        also write the rows as a JSON array\n"
+            "  -o, --output FILE      write a /bench group into FILE (HDF5; an existing\n"
+            "                         results file keeps everything else)\n"
+            "      --reps N           repetitions per row (default 5, fewer for rows longer\n"
+            "                         than %.0f s; --quick: 1)\n"
+            "      --warmup N         untimed calls before the repetitions (default 1)\n"
+            "      --kernels a,b      kernels to measure (ref, blas, avx512, avx512_bf16;\n"
+            "                         default: every one built and supported here)\n"
+            "      --threads LIST     thread counts, integers or 'all' (default 1,all)\n"
+            "  -h, --help, --version\n",
+            REP_BUDGET_S);
+}
+
+/* Parse a positive (or, with allow_zero, non-negative) integer option value. */
+static int parse_count(const char *opt, const char *s, int allow_zero, int *v)
+{
+    char *end = NULL;
+    long x = strtol(s, &end, 10);
+    if (!*s || *end || x < (allow_zero ? 0 : 1) || x > 1000000) {
+        fprintf(stderr, "ropebench: bench: %s '%s': not a %s integer\n", opt, s,
+                allow_zero ? "non-negative" : "positive");
+        return -1;
+    }
+    *v = (int)x;
+    return 0;
+}
+
+/* --kernels a,b: every name known, built and supported; listed once each. */
+static int parse_kernels(const char *s, bench_opts *o)
+{
+    char buf[256], err[256];
+    if (strlen(s) >= sizeof buf || !*s) {
+        fprintf(stderr, "ropebench: bench: --kernels '%.40s': expected a list such as ref,avx512\n", s);
+        return -1;
+    }
+    strcpy(buf, s);
+    o->n_kernels = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int known = 0;
+        for (int i = 0; i < N_KNOWN; i++) known |= !strcmp(t, known_kernels[i]);
+        if (!known) {
+            fprintf(stderr, "ropebench: bench: --kernels: unknown kernel '%s' (known: ref, blas, "
+                            "avx512, avx512_bf16)\n", t);
+            return -1;
+        }
+        for (int i = 0; i < o->n_kernels; i++)
+            if (!strcmp(o->kernels[i].name, t)) {
+                fprintf(stderr, "ropebench: bench: --kernels: '%s' listed twice\n", t);
+                return -1;
+            }
+        const char *dtype = strcmp(t, "avx512_bf16") ? "fp32" : "bf16";
+        if (rb_kernels_select_dtype(t, dtype, &o->kernels[o->n_kernels], NULL, err, sizeof err)) {
+            fprintf(stderr, "ropebench: bench: --kernels: %s\n", err);
+            return -1;
+        }
+        o->n_kernels++;
+    }
+    return 0;
+}
+
+/* Default kernel list: every known kernel that is built and supported here. */
+static void default_kernels(bench_opts *o, char *missing, size_t len)
+{
+    char err[256];
+    missing[0] = '\0';
+    o->n_kernels = 0;
+    for (int i = 0; i < N_KNOWN; i++) {
+        const char *dtype = strcmp(known_kernels[i], "avx512_bf16") ? "fp32" : "bf16";
+        if (rb_kernels_select_dtype(known_kernels[i], dtype, &o->kernels[o->n_kernels], NULL,
+                                    err, sizeof err) == 0)
+            o->n_kernels++;
+        else
+            snprintf(missing + strlen(missing), len - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", known_kernels[i]);
+    }
+}
+
+/* --threads 1,all,4: resolved against all = OpenMP's default thread count. */
+static int parse_threads(const char *s, bench_opts *o)
+{
+    char buf[128];
+    if (strlen(s) >= sizeof buf || !*s) {
+        fprintf(stderr, "ropebench: bench: --threads '%.40s': expected a list such as 1,all\n", s);
+        return -1;
+    }
+    strcpy(buf, s);
+    o->n_threads = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int n;
+        if (!strcmp(t, "all"))
+            n = o->all_threads;
+        else if (parse_count("--threads", t, 0, &n))
+            return -1;
+        if (n > 1024) {
+            fprintf(stderr, "ropebench: bench: --threads %d: at most 1024\n", n);
+            return -1;
+        }
+        int dup = 0;
+        for (int i = 0; i < o->n_threads; i++) dup |= o->threads[i] == n;
+        if (dup) continue;
+        if (o->n_threads == MAX_THREADS) {
+            fprintf(stderr, "ropebench: bench: --threads: more than %d values\n", MAX_THREADS);
+            return -1;
+        }
+        o->threads[o->n_threads++] = n;
+    }
+    return 0;
+}
+
+/* ---- measurement --------------------------------------------------------------------- */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One benchmark: prepare (untimed) then call (timed), warm-up then repetitions. */
+typedef struct {
+    void *ctx;
+    void (*prepare)(void *ctx);
+    int (*call)(void *ctx);
+} bench_fn;
+
+/* Fill median/min/max/cv/reps/warmup of row. Without --reps, a row whose first call is
+ * long gets fewer repetitions (at least one) so it stays near REP_BUDGET_S. */
+static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
+{
+    double t_est = -1, ts[64];
+    int warm = o->warmup;
+    for (int i = 0; i < warm; i++) {
+        if (f->prepare) f->prepare(f->ctx);
+        double t0 = now_s();
+        if (f->call(f->ctx)) return RB_ENOMEM;
+        t_est = now_s() - t0;
+        if (!o->reps_given && t_est > 1.0) { /* long rows: one warm-up is enough */
+            warm = i + 1;
+            break;
+        }
+    }
+    int reps = o->reps > 64 ? 64 : o->reps;
+    if (!o->reps_given && t_est > 0 && t_est * reps > REP_BUDGET_S)
+        reps = (int)(REP_BUDGET_S / t_est) > 1 ? (int)(REP_BUDGET_S / t_est) : 1;
+    for (int i = 0; i < reps; i++) {
+        if (f->prepare) f->prepare(f->ctx);
+        double t0 = now_s();
+        if (f->call(f->ctx)) return RB_ENOMEM;
+        ts[i] = now_s() - t0;
+    }
+    double mean = 0, var = 0;
+    for (int i = 0; i < reps; i++) mean += ts[i] / reps;
+    for (int i = 0; i < reps; i++) var += (ts[i] - mean) * (ts[i] - mean);
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_dbl);
+    row->reps = reps;
+    row->warmup = warm;
+    row->min_s = ts[0];
+    row->max_s = ts[reps - 1];
+    row->median_s = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
+    row->cv = reps > 1 && mean > 0 ? sqrt(var / (reps - 1)) / mean : 0.0;
+    return 0;
+}
+
+/* splitmix64-driven uniform floats in [-amp, amp] */
+static void fill_random(float *x, size_t n, uint64_t seed, float amp)
+{
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        x[i] = amp * (float)((double)(z >> 11) * 0x1p-52 - 1.0);
+    }
+}
+
+typedef struct {
+    const rb_kernel_ops *ops;
+    const float *q, *k, *v;
+    const int64_t *q_pos, *k_pos;
+    int64_t nq, nk;
+    int d;
+    double *state;
+} tile_ctx;
+
+static void tile_prepare(void *c)
+{
+    tile_ctx *t = c;
+    rb_state_init(t->state, t->nq, t->d);
+}
+
+static int tile_call(void *c)
+{
+    tile_ctx *t = c;
+    return t->ops->tile(t->q, t->q_pos, t->nq, t->k, t->v, t->k_pos, t->nk, t->d,
+                        1.0 / sqrt((double)t->d), t->state) < 0;
+}
+
+typedef struct {
+    rb_rope_apply_fn fn;
+    float *x;
+    const int64_t *pos;
+    const double *inv_freq;
+    int64_t n;
+    int d;
+} rope_ctx;
+
+static int rope_call(void *c)
+{
+    rope_ctx *r = c;
+    r->fn(r->x, r->n, (size_t)r->d, r->pos, r->inv_freq, r->d, r->d, RB_LAYOUT_NEOX, 1.0);
+    return 0;
+}
+
+static void row_peaks(const bench_peaks *pk, const bench_opts *o, bench_row *row)
+{
+    /* a thread count other than 1 and all: scale the all-thread peak linearly */
+    if (row->threads == 1) {
+        row->peak_gflops = pk->fma1;
+        row->triad_gbps = pk->triad1;
+    } else if (row->threads == o->all_threads) {
+        row->peak_gflops = pk->fma_all;
+        row->triad_gbps = pk->triad_all;
+    } else {
+        row->peak_gflops = pk->fma1 * row->threads;
+        row->triad_gbps = pk->triad_all;
+    }
+    row->fraction = isnan(row->gbps) ? row->gflops / row->peak_gflops
+                                     : row->gbps / row->triad_gbps;
+}
+
+static void progress(const bench_opts *o, int i, int n, const bench_row *r)
+{
+    if (o->quick) return;
+    fprintf(stderr, "bench: [%d/%d] %s %s %s d=%d L=%lld threads=%d\n", i, n, r->kernel,
+            r->dtype, r->bench, r->head_dim, (long long)r->seq_len, r->threads);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void print_table(FILE *f, const bench_row *rows, int n)
+{
+    fprintf(f, "# %-11s %-5s %-6s %4s %8s %7s %4s %11s %11s %11s %6s %10s %8s %12s %10s %8s\n",
+            "kernel", "dtype", "bench", "d", "L[tok]", "threads", "reps", "median[s]", "min[s]",
+            "max[s]", "cv[%]", "GFLOP/s", "GB/s", "peak[GF/s]", "triad[GB/s]", "frac");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        char gb[16];
+        if (isnan(r->gbps)) snprintf(gb, sizeof gb, "-");
+        else snprintf(gb, sizeof gb, "%.2f", r->gbps);
+        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5f %11.5f %11.5f %6.2f %10.2f %8s "
+                   "%12.1f %10.2f %8.3f\n",
+                r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len, r->threads,
+                r->reps, r->median_s, r->min_s, r->max_s, 100 * r->cv, r->gflops, gb,
+                r->peak_gflops, r->triad_gbps, r->fraction);
+    }
+}
+
+static int write_json(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
+                      FILE *f)
+{
+    fprintf(f, "[\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        fprintf(f, "  {\"kernel\": \"%s\", \"dtype\": \"%s\", \"bench\": \"%s\", "
+                   "\"head_dim\": %d, \"seq_len\": %lld, \"n_rows\": %lld, \"causal\": %s, "
+                   "\"threads\": %d, \"reps\": %d, \"warmup\": %d, \"median_s\": %.9g, "
+                   "\"min_s\": %.9g, \"max_s\": %.9g, \"cv\": %.6g, \"gflops\": %.9g, ",
+                r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len,
+                (long long)r->n_rows, r->causal ? "true" : "false", r->threads, r->reps,
+                r->warmup, r->median_s, r->min_s, r->max_s, r->cv, r->gflops);
+        if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
+        fprintf(f, "\"peak_gflops\": %.9g, \"triad_gbps\": %.9g, \"fraction_of_peak\": %.9g, "
+                   "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
+                r->peak_gflops, r->triad_gbps, r->fraction, isnan(r->gbps) ? "peak_gflops"
+                                                                         : "triad_gbps",
+                pk->triad_bytes, i + 1 < n ? "," : "");
+    }
+    fprintf(f, "]\n");
+    if (fflush(f) || ferror(f)) {
+        fprintf(stderr, "ropebench: bench: --json %s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
+ * MPI_COMM_WORLD (this command runs on one rank). */
+static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
+                    const bench_opts *o, char *err, size_t el)
+{
+    rb_results *res = NULL;
+    int rc = 0;
+    const char **s = malloc((size_t)n * sizeof *s);
+    int64_t *iv = malloc((size_t)n * sizeof *iv);
+    double *dv = malloc((size_t)n * sizeof *dv);
+    const int64_t dims[1] = {n};
+    if (!s || !iv || !dv) {
+        rc = rb_errf(err, el, RB_ENOMEM, "-o %s: out of memory", path);
+        goto cleanup;
+    }
+    if (access(path, F_OK) == 0) {
+        if ((rc = rb_results_open(&res, path, MPI_COMM_WORLD, err, el))) goto cleanup;
+        if ((rc = rb_results_remove(res, "/bench", err, el))) goto cleanup;
+    } else if ((rc = rb_results_create(&res, path, MPI_COMM_WORLD, err, el))) {
+        goto cleanup;
+    }
+#define STR_COL(name, expr)                                                                   \
+    do {                                                                                      \
+        for (int i = 0; i < n; i++) s[i] = (expr);                                            \
+        if ((rc = rb_results_write_strings(res, "/bench/" name, n, s, 0, err, el))) goto cleanup; \
+    } while (0)
+#define I64_COL(name, expr)                                                                   \
+    do {                                                                                      \
+        for (int i = 0; i < n; i++) iv[i] = (int64_t)(expr);                                  \
+        if ((rc = rb_results_write_i64(res, "/bench/" name, 1, dims, iv, 0, err, el))) goto cleanup; \
+    } while (0)
+#define F64_COL(name, expr)                                                                   \
+    do {                                                                                      \
+        for (int i = 0; i < n; i++) dv[i] = (expr);                                           \
+        if ((rc = rb_results_write_f64(res, "/bench/" name, 1, dims, dv, 0, err, el))) goto cleanup; \
+    } while (0)
+    STR_COL("kernel", rows[i].kernel);
+    STR_COL("dtype", rows[i].dtype);
+    STR_COL("bench", rows[i].bench);
+    I64_COL("head_dim", rows[i].head_dim);
+    I64_COL("seq_len", rows[i].seq_len);
+    I64_COL("n_rows", rows[i].n_rows);
+    I64_COL("causal", rows[i].causal);
+    I64_COL("threads", rows[i].threads);
+    I64_COL("reps", rows[i].reps);
+    I64_COL("warmup", rows[i].warmup);
+    F64_COL("median_s", rows[i].median_s);
+    F64_COL("min_s", rows[i].min_s);
+    F64_COL("max_s", rows[i].max_s);
+    F64_COL("cv", rows[i].cv);
+    F64_COL("gflops", rows[i].gflops);
+    F64_COL("gbps", rows[i].gbps);
+    F64_COL("peak_gflops", rows[i].peak_gflops);
+    F64_COL("triad_gbps", rows[i].triad_gbps);
+    F64_COL("fraction_of_peak", rows[i].fraction);
+#undef STR_COL
+#undef I64_COL
+#undef F64_COL
+    {
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        char when[32];
+        time_t now = time(NULL);
+        struct tm tmv;
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+        const struct { const char *k; double v; } fa[] = {
+            {"peak_gflops_1thread", pk->fma1}, {"peak_gflops_all", pk->fma_all},
+            {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all}};
+        for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
+            if ((rc = rb_results_attr_f64(res, "/bench", fa[i].k, fa[i].v, err, el))) goto cleanup;
+        if ((rc = rb_results_attr_i64(res, "/bench", "threads_all", o->all_threads, err, el)) ||
+            (rc = rb_results_attr_i64(res, "/bench", "triad_bytes_per_array",
+                                      (int64_t)pk->triad_bytes, err, el)) ||
+            (rc = rb_results_attr_i64(res, "/bench", "quick", o->quick, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench", "cpu_model", ci.model, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench", "ropebench_version", rb_version_string(),
+                                      err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench", "created_utc", when, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench", "flop_counting",
+                                      "causal: 2*L^2*d per call; probe: 4*d per visible "
+                                      "(query, key) pair; rope: 6 per rotated pair",
+                                      err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench", "byte_counting",
+                                      "probe: K+V bytes read once (fp32); rope: 2*rows*d*4 "
+                                      "(one read, one write); triad: 24 bytes per element",
+                                      err, el)))
+            goto cleanup;
+    }
+cleanup:
+    if (res) {
+        char e2[256];
+        int crc = rb_results_close(res, e2, sizeof e2);
+        if (!rc && crc) {
+            rc = crc;
+            snprintf(err, el, "%s", e2);
+        }
+    }
+    free(s);
+    free(iv);
+    free(dv);
+    return rc;
+}
+
+/* ---- the rows ------------------------------------------------------------------------- */
+
+/* Log-spaced probe positions in [0, L-1] as the study makes them; sorted, unique. */
+static int64_t probe_positions(int64_t L, int P, int64_t *p)
+{
+    int64_t n = 0;
+    for (int i = 0; i < P; i++) {
+        double x = P == 1 ? (double)L : exp(log((double)L) * i / (P - 1));
+        int64_t v = (int64_t)llround(x) - 1;
+        if (v < 0) v = 0;
+        if (v > L - 1) v = L - 1;
+        if (n == 0 || v != p[n - 1]) p[n++] = v;
+    }
+    return n;
+}
+
+typedef struct {
+    bench_row *rows;
+    int n, cap;
+} row_list;
+
+static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *bench, int d,
+                          int64_t L, int64_t n_rows, int causal, int threads)
+{
+    if (rl->n == rl->cap) return NULL;
+    bench_row *r = &rl->rows[rl->n];
+    memset(r, 0, sizeof *r);
+    snprintf(r->kernel, sizeof r->kernel, "%s", k ? k->name : "ref");
+    snprintf(r->dtype, sizeof r->dtype, "%s", k ? k->dtype : "fp32");
+    r->bench = bench;
+    r->head_dim = d;
+    r->seq_len = L;
+    r->n_rows = n_rows;
+    r->causal = causal;
+    r->threads = threads;
+    r->gbps = NAN;
+    return r;
+}
+
+static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
+{
+    const int64_t Ls[2] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
+    const int64_t n_keys = o->quick ? 65536 : 1048576, n_rope = n_keys;
+    const int P = 128;
+    const int heads[2] = {64, 128};
+    int rc = 0;
+    float *q = NULL, *k = NULL, *v = NULL;
+    int64_t *pos = NULL, *qpos = NULL;
+    double *state = NULL, inv_freq[64];
+    /* rows in order: causal, probe, rope */
+    int total = o->n_kernels * 2 * 2 * o->n_threads + o->n_kernels * o->n_threads + 2 * o->n_threads;
+    int idx = 0;
+
+    /* causal tiles */
+    for (int kk = 0; kk < o->n_kernels && !rc; kk++)
+        for (int hi = 0; hi < 2 && !rc; hi++)
+            for (int li = 0; li < 2 && !rc; li++) {
+                const int d = heads[hi];
+                const int64_t L = Ls[li];
+                q = malloc((size_t)L * d * sizeof *q);
+                k = malloc((size_t)L * d * sizeof *k);
+                v = malloc((size_t)L * d * sizeof *v);
+                pos = malloc((size_t)L * sizeof *pos);
+                state = malloc((size_t)L * RB_STATE_STRIDE(d) * sizeof *state);
+                if (!q || !k || !v || !pos || !state) {
+                    rc = RB_ENOMEM;
+                    break;
+                }
+                fill_random(q, (size_t)L * d, 1, 1.0f);
+                fill_random(k, (size_t)L * d, 2, 1.0f);
+                fill_random(v, (size_t)L * d, 3, 1.0f);
+                for (int64_t i = 0; i < L; i++) pos[i] = i;
+                tile_ctx tc = {&o->kernels[kk], q, k, v, pos, pos, L, L, d, state};
+                bench_fn f = {&tc, tile_prepare, tile_call};
+                for (int ti = 0; ti < o->n_threads && !rc; ti++) {
+                    bench_row *r = row_new(rl, &o->kernels[kk], "causal", d, L, L, 1, o->threads[ti]);
+                    if (!r) break;
+                    progress(o, ++idx, total, r);
+                    rb_kernels_set_threads(r->threads);
+                    if ((rc = measure(o, &f, r))) break;
+                    r->gflops = 2.0 * (double)L * (double)L * d / r->median_s * 1e-9;
+                    row_peaks(pk, o, r);
+                    rl->n++;
+                }
+                free(q); free(k); free(v); free(pos); free(state);
+                q = k = v = NULL;
+                pos = NULL;
+                state = NULL;
+            }
+
+    /* probe rows: P log-spaced queries against n_keys keys, head_dim 128 */
+    if (!rc && o->n_kernels > 0) {
+        const int d = 128;
+        k = malloc((size_t)n_keys * d * sizeof *k);
+        v = malloc((size_t)n_keys * d * sizeof *v);
+        pos = malloc((size_t)n_keys * sizeof *pos);
+        qpos = malloc((size_t)P * sizeof *qpos);
+        q = malloc((size_t)P * d * sizeof *q);
+        state = malloc((size_t)P * RB_STATE_STRIDE(d) * sizeof *state);
+        if (!k || !v || !pos || !qpos || !q || !state) {
+            rc = RB_ENOMEM;
+        } else {
+            fill_random(k, (size_t)n_keys * d, 4, 1.0f);
+            fill_random(v, (size_t)n_keys * d, 5, 1.0f);
+            fill_random(q, (size_t)P * d, 6, 1.0f);
+            for (int64_t i = 0; i < n_keys; i++) pos[i] = i;
+            const int64_t nq = probe_positions(n_keys, P, qpos);
+            double visible = 0;
+            for (int64_t i = 0; i < nq; i++) visible += (double)(qpos[i] + 1);
+            for (int kk = 0; kk < o->n_kernels && !rc; kk++) {
+                tile_ctx tc = {&o->kernels[kk], q, k, v, qpos, pos, nq, n_keys, d, state};
+                bench_fn f = {&tc, tile_prepare, tile_call};
+                for (int ti = 0; ti < o->n_threads && !rc; ti++) {
+                    bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1,
+                                           o->threads[ti]);
+                    if (!r) break;
+                    progress(o, ++idx, total, r);
+                    rb_kernels_set_threads(r->threads);
+                    if ((rc = measure(o, &f, r))) break;
+                    r->gflops = 4.0 * d * visible / r->median_s * 1e-9;
+                    r->gbps = 2.0 * (double)n_keys * d * sizeof(float) / r->median_s * 1e-9;
+                    row_peaks(pk, o, r);
+                    rl->n++;
+                }
+            }
+        }
+        free(k); free(v); free(pos); free(qpos); free(q); free(state);
+        k = v = q = NULL;
+        pos = qpos = NULL;
+        state = NULL;
+    }
+
+    /* RoPE application: the reference and the fast variant, n_rope rows of 128 */
+    if (!rc) {
+        const int d = 128;
+        rb_rope_apply_fn fns[2] = {rb_rope_apply, NULL};
+        const char *names[2] = {"ref", NULL};
+        for (int kk = 0; kk < o->n_kernels && !fns[1]; kk++)
+            if (o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply) {
+                fns[1] = o->kernels[kk].rope;
+                names[1] = o->kernels[kk].name;
+            }
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        if (!fns[1] && ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq && ci.os_zmm) {
+            fns[1] = rb_rope_apply_avx512; /* built always; paired once the tile lands */
+            names[1] = "avx512";
+        }
+        k = malloc((size_t)n_rope * d * sizeof *k);
+        pos = malloc((size_t)n_rope * sizeof *pos);
+        if (!k || !pos) {
+            rc = RB_ENOMEM;
+        } else {
+            fill_random(k, (size_t)n_rope * d, 7, 1.0f);
+            for (int64_t i = 0; i < n_rope; i++) pos[i] = i;
+            for (int j = 0; j < d / 2; j++) inv_freq[j] = pow(10000.0, -2.0 * j / d);
+            for (int vi = 0; vi < 2 && fns[vi] && !rc; vi++) {
+                rope_ctx rc_ = {fns[vi], k, pos, inv_freq, n_rope, d};
+                bench_fn f = {&rc_, NULL, rope_call};
+                rb_kernel_ops label = {names[vi], NULL, "fp32", fns[vi]};
+                for (int ti = 0; ti < o->n_threads && !rc; ti++) {
+                    bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, o->threads[ti]);
+                    if (!r) break;
+                    progress(o, ++idx, total, r);
+                    rb_kernels_set_threads(r->threads);
+                    if ((rc = measure(o, &f, r))) break;
+                    r->gflops = 3.0 * d * (double)n_rope / r->median_s * 1e-9;
+                    r->gbps = 2.0 * (double)n_rope * d * sizeof(float) / r->median_s * 1e-9;
+                    row_peaks(pk, o, r);
+                    rl->n++;
+                }
+            }
+        }
+        free(k); free(pos);
+        k = NULL;
+        pos = NULL;
+    }
+    rb_kernels_set_threads(o->all_threads);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+int rb_cmd_bench(int argc, char **argv)
+{
+    enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER };
+    static const struct option opts[] = {
+        {"quick", no_argument, 0, O_QUICK},      {"json", required_argument, 0, O_JSON},
+        {"output", required_argument, 0, 'o'},   {"reps", required_argument, 0, O_REPS},
+        {"warmup", required_argument, 0, O_WARM}, {"kernels", required_argument, 0, O_KERN},
+        {"threads", required_argument, 0, O_THR}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VER},      {0, 0, 0, 0}};
+    bench_opts o;
+    memset(&o, 0, sizeof o);
+    o.reps = 5;
+    o.warmup = 1;
+    o.all_threads = rb_kernels_threads();
+    const char *kernels_arg = NULL, *threads_arg = NULL;
+    int code = 0, opt, mpi_up = 0, warm_given = 0;
+    FILE *jf = NULL;
+    row_list rl = {NULL, 0, MAX_ROWS};
+    char err[512], missing[128] = "";
+    bench_peaks pk = {0, 0, 0, 0, 0};
+
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case O_QUICK: o.quick = 1; break;
+        case O_JSON: o.json = optarg; break;
+        case 'o': o.out = optarg; break;
+        case O_REPS:
+            if (parse_count("--reps", optarg, 0, &o.reps)) { code = RB_EXIT_USAGE; goto cleanup; }
+            o.reps_given = 1;
+            break;
+        case O_WARM:
+            if (parse_count("--warmup", optarg, 1, &o.warmup)) { code = RB_EXIT_USAGE; goto cleanup; }
+            warm_given = 1;
+            break;
+        case O_KERN: kernels_arg = optarg; break;
+        case O_THR: threads_arg = optarg; break;
+        case 'h': bench_usage(stdout); goto cleanup;
+        case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
+        case ':':
+            fprintf(stderr, "ropebench: bench: option %s needs a value\n", argv[optind - 1]);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        default:
+            fprintf(stderr, "ropebench: bench: unknown option '%s' (see ropebench bench --help)\n",
+                    argv[optind - 1]);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ropebench: bench: unexpected argument '%s'\n", argv[optind]);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (o.quick && !o.reps_given) o.reps = 1;
+    if (o.quick && !warm_given) o.warmup = 0;
+    if (o.reps > 64) {
+        fprintf(stderr, "ropebench: bench: --reps %d: at most 64\n", o.reps);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (kernels_arg ? parse_kernels(kernels_arg, &o) : (default_kernels(&o, missing, sizeof missing), 0)) {
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (parse_threads(threads_arg ? threads_arg : "1,all", &o)) {
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (o.out && !*o.out) {
+        fprintf(stderr, "ropebench: bench: -o: empty file name\n");
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (o.json && !(jf = fopen(o.json, "w"))) {
+        fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n", o.json,
+                strerror(errno));
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (o.out) {
+        /* MPI only for the results file; an existing file must open as a results file */
+        if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+            fprintf(stderr, "ropebench: bench: MPI_Init failed\n");
+            code = RB_EXIT_FAIL;
+            goto cleanup;
+        }
+        mpi_up = 1;
+        if (access(o.out, F_OK) == 0) {
+            rb_results *res = NULL;
+            if (rb_results_open(&res, o.out, MPI_COMM_WORLD, err, sizeof err)) {
+                fprintf(stderr, "ropebench: bench: -o %s\n", err);
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            rb_results_close(res, err, sizeof err);
+        }
+    }
+    if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
+        fprintf(stderr, "ropebench: bench: out of memory\n");
+        code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+
+    /* peaks first, so that every row can be given as a fraction of them */
+    {
+        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        size_t bytes = (size_t)256 << 20;
+        if (llc > 0 && (size_t)llc * 2 > bytes) bytes = (size_t)llc * 2;
+        if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
+        if (o.quick) bytes = (size_t)32 << 20;
+        const double secs = o.quick ? 0.05 : 0.5;
+        pk.triad_bytes = bytes;
+        if (!o.quick) fprintf(stderr, "bench: peak-FMA probe and triad\n");
+        pk.fma1 = rb_peak_fma_gflops(1, secs);
+        pk.fma_all = rb_peak_fma_gflops(o.all_threads, secs);
+        pk.triad1 = rb_triad_gbps(1, bytes);
+        pk.triad_all = rb_triad_gbps(o.all_threads, bytes);
+        if (!(pk.triad1 > 0) || !(pk.triad_all > 0)) {
+            fprintf(stderr, "ropebench: bench: triad: cannot allocate 3 x %zu bytes\n", bytes);
+            code = RB_EXIT_FAIL;
+            goto cleanup;
+        }
+    }
+    if (run_rows(&o, &pk, &rl)) {
+        fprintf(stderr, "ropebench: bench: out of memory or kernel failure after %d rows\n", rl.n);
+        code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+
+    {
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        printf("# ropebench bench — %s\n", rb_version_string());
+        printf("# machine: %s, %d threads (OpenMP)%s\n", ci.model[0] ? ci.model : "unknown CPU",
+               o.all_threads, o.quick ? ", --quick sizes" : "");
+        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread, %.1f GFLOP/s %d threads\n",
+               pk.fma1, pk.fma_all, o.all_threads);
+        printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads\n",
+               pk.triad_bytes >> 20, pk.triad1, pk.triad_all, o.all_threads);
+        printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
+               "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
+               "read+write, frac = GB/s / triad\n", 128);
+        if (missing[0]) printf("# kernels not built or not supported here: %s\n", missing);
+        print_table(stdout, rl.rows, rl.n);
+        fflush(stdout);
+    }
+    if (jf && write_json(o.json, rl.rows, rl.n, &pk, jf)) {
+        code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+    if (o.out && write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err)) {
+        fprintf(stderr, "ropebench: bench: %s\n", err);
+        code = RB_EXIT_FAIL;
+        goto cleanup;
+    }
+cleanup:
+    if (jf && fclose(jf) && !code) {
+        fprintf(stderr, "ropebench: bench: --json %s: write failed\n", o.json);
+        code = RB_EXIT_FAIL;
+    }
+    free(rl.rows);
+    if (mpi_up) MPI_Finalize();
+    return code;
+}

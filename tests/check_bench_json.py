@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""check_bench_json.py — validate `ropebench bench --json` output (or the /bench group of
+a results file with --h5): every required key, finite positive numbers, the fraction of
+peak recomputed, and rows of every kind for every kernel named.
+
+usage: check_bench_json.py FILE.json KERNEL[,KERNEL...]
+       check_bench_json.py --h5 FILE.h5 KERNEL[,KERNEL...]
+       check_bench_json.py --run ROPEBENCH WORKDIR [LAUNCHER...]
+  --run: `ROPEBENCH bench --quick --json` must list every kernel that is built and
+  supported here (as `ROPEBENCH info` reports them); then `bench --quick -o` (through
+  LAUNCHER, e.g. mpiexec -n 1) into a new file and, twice, into an existing results
+  file, whose other groups must survive and whose /bench must be replaced.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+REQUIRED = ["kernel", "dtype", "bench", "head_dim", "seq_len", "causal", "threads",
+            "median_s", "min_s", "max_s", "gflops", "peak_gflops", "triad_gbps",
+            "fraction_of_peak"]
+POSITIVE = ["head_dim", "seq_len", "threads", "median_s", "min_s", "max_s", "gflops",
+            "peak_gflops", "triad_gbps", "fraction_of_peak"]
+
+
+def load_h5(path):
+    import h5py
+    import numpy as np
+    rows = []
+    with h5py.File(path, "r") as f:
+        g = f["/bench"]
+        for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
+                  "triad_gbps_all", "threads_all", "cpu_model", "flop_counting"):
+            if a not in g.attrs:
+                raise SystemExit(f"FAIL /bench lacks attribute {a}")
+        cols = {k: g[k][()] for k in g.keys()}
+        n = len(cols["kernel"])
+        for k, v in cols.items():
+            if len(v) != n:
+                raise SystemExit(f"FAIL /bench/{k} has {len(v)} rows, kernel has {n}")
+        for i in range(n):
+            r = {}
+            for k, v in cols.items():
+                x = v[i]
+                if isinstance(x, bytes):
+                    x = x.decode()
+                elif isinstance(x, np.integer):
+                    x = int(x)
+                elif isinstance(x, np.floating):
+                    x = float(x)
+                r[k] = x
+            r["causal"] = bool(r["causal"])
+            if r["bench"] == "causal":
+                r.pop("gbps", None)  # NaN where it does not apply
+            rows.append(r)
+    return rows
+
+
+def available_kernels(exe):
+    env = dict(os.environ, ROPEBENCH_ISA="no_such_kernel")
+    p = subprocess.run([exe, "info"], env=env, capture_output=True, text=True, timeout=60)
+    m = re.search(r"available: ([^)]*)\)", p.stdout + p.stderr)
+    if not m:
+        raise SystemExit(f"FAIL cannot read the available kernels from `{exe} info`")
+    return [k.strip() for k in m.group(1).split(",") if k.strip()]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0 or "Sanitizer" in p.stderr or "runtime error" in p.stderr:
+        raise SystemExit(f"FAIL {' '.join(cmd)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def drive(exe, work, launcher):
+    import h5py
+    os.makedirs(work, exist_ok=True)
+    kernels = available_kernels(exe)
+    js = os.path.join(work, "bench.json")
+    p = run([exe, "bench", "--quick", "--json", js])
+    if not p.stdout.startswith("# ropebench bench") or "peak FMA" not in p.stdout:
+        raise SystemExit(f"FAIL unexpected table:\n{p.stdout}")
+    with open(js) as f:
+        check(json.load(f), kernels)
+    fresh = os.path.join(work, "bench_new.h5")
+    if os.path.exists(fresh):
+        os.remove(fresh)
+    run(launcher + [exe, "bench", "--quick", "--kernels", "ref", "-o", fresh])
+    check(load_h5(fresh), ["ref"])
+    old = os.path.join(work, "bench_existing.h5")
+    with h5py.File(old, "w") as f:
+        f.attrs["format"] = "ropebench"
+        f.create_group("/cases/keep").attrs["complete"] = 1
+    for threads in ("1", "1,all"):
+        run(launcher + [exe, "bench", "--quick", "--kernels", "ref", "--threads", threads,
+                        "-o", old])
+        rows = load_h5(old)
+        check(rows, ["ref"])
+        want = {r["threads"] for r in rows}
+        if threads == "1" and want != {1}:
+            raise SystemExit(f"FAIL /bench threads {want}, expected only 1")
+    with h5py.File(old, "r") as f:
+        if "/cases/keep" not in f or f["/cases/keep"].attrs["complete"] != 1:
+            raise SystemExit("FAIL bench -o lost the existing /cases group")
+    print(f"ok: bench --quick --json and -o (new and existing file), kernels {kernels}")
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--run":
+        drive(args[1], args[2], args[3:])
+        return
+    if args and args[0] == "--h5":
+        rows = load_h5(args[1])
+        kernels = args[2].split(",")
+    else:
+        with open(args[0]) as f:
+            rows = json.load(f)
+        kernels = args[1].split(",")
+    check(rows, kernels)
+
+
+def check(rows, kernels):
+    problems = []
+    if not isinstance(rows, list) or not rows:
+        raise SystemExit("FAIL: expected a non-empty array of rows")
+    for i, r in enumerate(rows):
+        where = f"row {i} ({r.get('kernel')} {r.get('bench')} d={r.get('head_dim')} " \
+                f"L={r.get('seq_len')} t={r.get('threads')})"
+        before = len(problems)
+        for k in REQUIRED:
+            if k not in r:
+                problems.append(f"{where}: missing key {k}")
+        for k in POSITIVE + (["gbps"] if "gbps" in r else []):
+            v = r.get(k)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or \
+                    not math.isfinite(v) or v <= 0:
+                problems.append(f"{where}: {k} = {v!r} is not a finite positive number")
+        if len(problems) > before:
+            continue
+        if not r["min_s"] <= r["median_s"] <= r["max_s"]:
+            problems.append(f"{where}: min <= median <= max violated")
+        if r["bench"] in ("probe", "rope"):
+            if "gbps" not in r:
+                problems.append(f"{where}: {r['bench']} row without gbps")
+                continue
+            want = r["gbps"] / r["triad_gbps"]
+        else:
+            if "gbps" in r:
+                problems.append(f"{where}: causal row with gbps")
+            want = r["gflops"] / r["peak_gflops"]
+        if abs(r["fraction_of_peak"] - want) > 1e-6 * want:
+            problems.append(f"{where}: fraction_of_peak {r['fraction_of_peak']} != {want}")
+    for k in kernels:
+        for b in ("causal", "probe"):
+            have = {(r["head_dim"], r["seq_len"]) for r in rows
+                    if r.get("kernel") == k and r.get("bench") == b}
+            need = 4 if b == "causal" else 1
+            if len(have) < need:
+                problems.append(f"kernel {k}: {len(have)} {b} shapes, expected {need}")
+    for k in ["ref"] + [k for k in kernels if k == "avx512"]:
+        if not any(r.get("bench") == "rope" and r.get("kernel") == k for r in rows):
+            problems.append(f"no rope row for {k}")
+    if problems:
+        print("\n".join("FAIL " + p for p in problems))
+        sys.exit(1)
+    print(f"ok: {len(rows)} rows, kernels {', '.join(kernels)}")
+
+
+if __name__ == "__main__":
+    main()
