@@ -1,0 +1,572 @@
+/* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call. */
+#include "rb_avx512.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Blocking. Query rows go in groups of GR (the register block of both products);
+ * keys in sub-blocks of SBK = 4 panels of 16 (one lane per key in QKᵀ). A query
+ * block is QB_GROUPS groups (the unit of OpenMP work in row mode); a key block is
+ * KB_SBS sub-blocks (what every group of a query block reads while it sits in L2). */
+enum {
+    GR = 4,
+    SBK = 64,
+    SBPAIRS = SBK / 2,
+    QB_GROUPS = 16,
+    KB_SBS = 4,
+    STREAM_MAX_ROWS = 256 /* at most this many rows: stream K/V, split keys */
+};
+
+/* Everything one call shares between threads (read-only in the parallel parts,
+ * except the packed K/V arrays while they are filled). */
+typedef struct {
+    int d, np, dv;        /* head_dim, bf16 pairs per q/k row, v row padded to 64 */
+    float scale;
+    int64_t nq, ng, nk, nsb; /* rows, groups of GR rows, keys, sub-blocks */
+    const float *k, *v;
+    const uint32_t *qp;   /* [ng*GR][np] bf16 pairs, padded rows copy the last row */
+    const int64_t *qposp; /* [ng*GR] positions, padded like qp */
+    const int64_t *gqmin, *gqmax; /* per group, over its real rows */
+    const int64_t *kposp; /* [nsb*SBK], padded with INT64_MAX */
+    const int64_t *sbmin, *sbmax; /* per sub-block, over its real keys */
+    const int *sbval;     /* real keys in each sub-block (1..SBK) */
+} bf_ctx;
+
+/* The fp32 online state of a run of rows: m, l, u per row and acc[dv] per row. */
+typedef struct {
+    float *m, *l, *u, *acc;
+} bf_state;
+
+static inline size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Pack one row of d floats as np = ceil(d/2) bf16 pairs: out[i] = (x[2i], x[2i+1]),
+ * round to nearest even, an odd d paired with 0. */
+static void pack_row_pairs(const float *x, int d, int np, uint32_t *out)
+{
+    for (int i0 = 0; i0 < np; i0 += 16) {
+        const int f0 = 2 * i0;
+        const int nlo = d - f0 >= 16 ? 16 : d - f0;
+        const int nhi = d - f0 - 16 >= 16 ? 16 : (d - f0 - 16 > 0 ? d - f0 - 16 : 0);
+        const __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << nlo) - 1u), x + f0);
+        const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << nhi) - 1u), x + f0 + 16);
+        const __m512i pr = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+        const int cnt = np - i0 >= 16 ? 16 : np - i0;
+        _mm512_mask_storeu_epi32(out + i0, (__mmask16)((1u << cnt) - 1u), pr);
+    }
+}
+
+/* Pack sub-block sb of K and V. kp[i*SBK + n] = pair i of key n (keys in lanes, for
+ * QKᵀ); vp[t*dv + j] = (v[2t][j], v[2t+1][j]) (consecutive keys interleaved, for
+ * PV). Keys past nk and dims past d are zero. */
+static void pack_sb(const bf_ctx *c, int64_t sb, uint32_t *kp, uint32_t *vp)
+{
+    const int d = c->d, np = c->np, dv = c->dv;
+    const int64_t k0 = sb * SBK;
+    const int nval = c->sbval[sb];
+    uint32_t row[512 / 2 + 16]; /* pairs of one key row, in chunks */
+    for (int n = 0; n < SBK; n++) {
+        if (n >= nval) {
+            for (int i = 0; i < np; i++)
+                kp[(size_t)i * SBK + n] = 0;
+            continue;
+        }
+        const float *kr = c->k + (size_t)(k0 + n) * (size_t)d;
+        for (int i0 = 0; i0 < np; i0 += 256) {
+            const int cnt = np - i0 >= 256 ? 256 : np - i0;
+            pack_row_pairs(kr + 2 * i0, d - 2 * i0 < 512 ? d - 2 * i0 : 512, cnt, row);
+            for (int i = 0; i < cnt; i++)
+                kp[(size_t)(i0 + i) * SBK + n] = row[i];
+        }
+    }
+    for (int t = 0; t < SBPAIRS; t++) {
+        const int n0 = 2 * t, n1 = 2 * t + 1;
+        const float *v0 = n0 < nval ? c->v + (size_t)(k0 + n0) * (size_t)d : NULL;
+        const float *v1 = n1 < nval ? c->v + (size_t)(k0 + n1) * (size_t)d : NULL;
+        uint32_t *o = vp + (size_t)t * (size_t)dv;
+        for (int j = 0; j < dv; j += 16) {
+            const int cnt = d - j >= 16 ? 16 : (d - j > 0 ? d - j : 0);
+            const __mmask16 mk = (__mmask16)((1u << cnt) - 1u);
+            const __m512 a = v0 ? _mm512_maskz_loadu_ps(mk, v0 + j) : _mm512_setzero_ps();
+            const __m512 b = v1 ? _mm512_maskz_loadu_ps(mk, v1 + j) : _mm512_setzero_ps();
+            const __m512i ab = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+            const __m512i bb = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+            _mm512_storeu_si512(o + j, _mm512_or_si512(ab, _mm512_slli_epi32(bb, 16)));
+        }
+    }
+}
+
+/* S = Q_g Kᵀ for the GR rows of a group (qg, stride np) and the SBK keys of a packed
+ * sub-block: s[r*4 + p] holds keys 16p..16p+15 of row r (raw dot products). */
+static inline void qk_group(const uint32_t *qg, int np, const uint32_t *kp, __m512 *s)
+{
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+    __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+    __m512 a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+    const uint32_t *q0 = qg, *q1 = qg + np, *q2 = qg + 2 * np, *q3 = qg + 3 * np;
+    for (int i = 0; i < np; i++) {
+        const uint32_t *kk = kp + (size_t)i * SBK;
+        const __m512bh b0 = (__m512bh)_mm512_load_si512(kk);
+        const __m512bh b1 = (__m512bh)_mm512_load_si512(kk + 16);
+        const __m512bh b2 = (__m512bh)_mm512_load_si512(kk + 32);
+        const __m512bh b3 = (__m512bh)_mm512_load_si512(kk + 48);
+        __m512bh x = (__m512bh)_mm512_set1_epi32((int)q0[i]);
+        a00 = _mm512_dpbf16_ps(a00, x, b0);
+        a01 = _mm512_dpbf16_ps(a01, x, b1);
+        a02 = _mm512_dpbf16_ps(a02, x, b2);
+        a03 = _mm512_dpbf16_ps(a03, x, b3);
+        x = (__m512bh)_mm512_set1_epi32((int)q1[i]);
+        a10 = _mm512_dpbf16_ps(a10, x, b0);
+        a11 = _mm512_dpbf16_ps(a11, x, b1);
+        a12 = _mm512_dpbf16_ps(a12, x, b2);
+        a13 = _mm512_dpbf16_ps(a13, x, b3);
+        x = (__m512bh)_mm512_set1_epi32((int)q2[i]);
+        a20 = _mm512_dpbf16_ps(a20, x, b0);
+        a21 = _mm512_dpbf16_ps(a21, x, b1);
+        a22 = _mm512_dpbf16_ps(a22, x, b2);
+        a23 = _mm512_dpbf16_ps(a23, x, b3);
+        x = (__m512bh)_mm512_set1_epi32((int)q3[i]);
+        a30 = _mm512_dpbf16_ps(a30, x, b0);
+        a31 = _mm512_dpbf16_ps(a31, x, b1);
+        a32 = _mm512_dpbf16_ps(a32, x, b2);
+        a33 = _mm512_dpbf16_ps(a33, x, b3);
+    }
+    s[0] = a00, s[1] = a01, s[2] = a02, s[3] = a03;
+    s[4] = a10, s[5] = a11, s[6] = a12, s[7] = a13;
+    s[8] = a20, s[9] = a21, s[10] = a22, s[11] = a23;
+    s[12] = a30, s[13] = a31, s[14] = a32, s[15] = a33;
+}
+
+/* acc[r] <- alpha[r] * acc[r] + P[r] V for the GR rows of a group: pt holds each
+ * row's SBK probabilities as SBPAIRS bf16 pairs (row stride SBPAIRS), vp the packed
+ * V of the sub-block, acc GR rows of dv floats. Four 16-dim chunks at a time. */
+static inline void pv_group(const uint32_t *pt, const uint32_t *vp, int dv, float *acc,
+                            const float *alpha)
+{
+    const __m512 al0 = _mm512_set1_ps(alpha[0]), al1 = _mm512_set1_ps(alpha[1]);
+    const __m512 al2 = _mm512_set1_ps(alpha[2]), al3 = _mm512_set1_ps(alpha[3]);
+    const size_t sd = (size_t)dv;
+    for (int c0 = 0; c0 < dv; c0 += 64) {
+        float *o0 = acc + c0, *o1 = o0 + sd, *o2 = o1 + sd, *o3 = o2 + sd;
+        __m512 a00 = _mm512_mul_ps(al0, _mm512_load_ps(o0));
+        __m512 a01 = _mm512_mul_ps(al0, _mm512_load_ps(o0 + 16));
+        __m512 a02 = _mm512_mul_ps(al0, _mm512_load_ps(o0 + 32));
+        __m512 a03 = _mm512_mul_ps(al0, _mm512_load_ps(o0 + 48));
+        __m512 a10 = _mm512_mul_ps(al1, _mm512_load_ps(o1));
+        __m512 a11 = _mm512_mul_ps(al1, _mm512_load_ps(o1 + 16));
+        __m512 a12 = _mm512_mul_ps(al1, _mm512_load_ps(o1 + 32));
+        __m512 a13 = _mm512_mul_ps(al1, _mm512_load_ps(o1 + 48));
+        __m512 a20 = _mm512_mul_ps(al2, _mm512_load_ps(o2));
+        __m512 a21 = _mm512_mul_ps(al2, _mm512_load_ps(o2 + 16));
+        __m512 a22 = _mm512_mul_ps(al2, _mm512_load_ps(o2 + 32));
+        __m512 a23 = _mm512_mul_ps(al2, _mm512_load_ps(o2 + 48));
+        __m512 a30 = _mm512_mul_ps(al3, _mm512_load_ps(o3));
+        __m512 a31 = _mm512_mul_ps(al3, _mm512_load_ps(o3 + 16));
+        __m512 a32 = _mm512_mul_ps(al3, _mm512_load_ps(o3 + 32));
+        __m512 a33 = _mm512_mul_ps(al3, _mm512_load_ps(o3 + 48));
+        for (int t = 0; t < SBPAIRS; t++) {
+            const uint32_t *vv = vp + (size_t)t * sd + c0;
+            const __m512bh b0 = (__m512bh)_mm512_load_si512(vv);
+            const __m512bh b1 = (__m512bh)_mm512_load_si512(vv + 16);
+            const __m512bh b2 = (__m512bh)_mm512_load_si512(vv + 32);
+            const __m512bh b3 = (__m512bh)_mm512_load_si512(vv + 48);
+            __m512bh x = (__m512bh)_mm512_set1_epi32((int)pt[t]);
+            a00 = _mm512_dpbf16_ps(a00, x, b0);
+            a01 = _mm512_dpbf16_ps(a01, x, b1);
+            a02 = _mm512_dpbf16_ps(a02, x, b2);
+            a03 = _mm512_dpbf16_ps(a03, x, b3);
+            x = (__m512bh)_mm512_set1_epi32((int)pt[SBPAIRS + t]);
+            a10 = _mm512_dpbf16_ps(a10, x, b0);
+            a11 = _mm512_dpbf16_ps(a11, x, b1);
+            a12 = _mm512_dpbf16_ps(a12, x, b2);
+            a13 = _mm512_dpbf16_ps(a13, x, b3);
+            x = (__m512bh)_mm512_set1_epi32((int)pt[2 * SBPAIRS + t]);
+            a20 = _mm512_dpbf16_ps(a20, x, b0);
+            a21 = _mm512_dpbf16_ps(a21, x, b1);
+            a22 = _mm512_dpbf16_ps(a22, x, b2);
+            a23 = _mm512_dpbf16_ps(a23, x, b3);
+            x = (__m512bh)_mm512_set1_epi32((int)pt[3 * SBPAIRS + t]);
+            a30 = _mm512_dpbf16_ps(a30, x, b0);
+            a31 = _mm512_dpbf16_ps(a31, x, b1);
+            a32 = _mm512_dpbf16_ps(a32, x, b2);
+            a33 = _mm512_dpbf16_ps(a33, x, b3);
+        }
+        _mm512_store_ps(o0, a00), _mm512_store_ps(o0 + 16, a01);
+        _mm512_store_ps(o0 + 32, a02), _mm512_store_ps(o0 + 48, a03);
+        _mm512_store_ps(o1, a10), _mm512_store_ps(o1 + 16, a11);
+        _mm512_store_ps(o1 + 32, a12), _mm512_store_ps(o1 + 48, a13);
+        _mm512_store_ps(o2, a20), _mm512_store_ps(o2 + 16, a21);
+        _mm512_store_ps(o2 + 32, a22), _mm512_store_ps(o2 + 48, a23);
+        _mm512_store_ps(o3, a30), _mm512_store_ps(o3 + 16, a31);
+        _mm512_store_ps(o3 + 32, a32), _mm512_store_ps(o3 + 48, a33);
+    }
+}
+
+/* One group of GR rows (global group g; its fp32 state rows at st, offset row0)
+ * against one packed sub-block sb: skipped when fully masked, unmasked fast path
+ * when every key is visible to every row, else per-lane position masks. Masked
+ * lanes become -inf, so they give p = 0 and add nothing; a row that has still seen
+ * no key (m = -inf) is left untouched (no -inf - -inf). */
+static void group_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
+                     const uint32_t *vp, const bf_state *st, int64_t row0)
+{
+    if (c->sbmin[sb] > c->gqmax[g])
+        return;
+    const int nval = c->sbval[sb];
+    const int unmasked = nval == SBK && c->sbmax[sb] <= c->gqmin[g];
+    __m512 s[GR * 4];
+    qk_group(c->qp + (size_t)g * GR * (size_t)c->np, c->np, kp, s);
+
+    uint32_t pt[GR * SBPAIRS] __attribute__((aligned(64)));
+    float alpha[GR];
+    const __m512 vscale = _mm512_set1_ps(c->scale);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const int64_t *kpos = c->kposp + sb * SBK;
+    for (int r = 0; r < GR; r++) {
+        __m512 x0 = _mm512_mul_ps(s[4 * r + 0], vscale);
+        __m512 x1 = _mm512_mul_ps(s[4 * r + 1], vscale);
+        __m512 x2 = _mm512_mul_ps(s[4 * r + 2], vscale);
+        __m512 x3 = _mm512_mul_ps(s[4 * r + 3], vscale);
+        __mmask16 mk[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+        if (!unmasked) {
+            const __m512i qv = _mm512_set1_epi64(c->qposp[g * GR + r]);
+            for (int p = 0; p < 4; p++) {
+                const int left = nval - 16 * p;
+                const unsigned valid = left >= 16 ? 0xFFFFu : (left > 0 ? (1u << left) - 1u : 0u);
+                const __mmask8 lo = _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p), qv);
+                const __mmask8 hi =
+                    _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p + 8), qv);
+                mk[p] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
+            }
+            x0 = _mm512_mask_mov_ps(ninf, mk[0], x0);
+            x1 = _mm512_mask_mov_ps(ninf, mk[1], x1);
+            x2 = _mm512_mask_mov_ps(ninf, mk[2], x2);
+            x3 = _mm512_mask_mov_ps(ninf, mk[3], x3);
+        }
+        const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1),
+                                                            _mm512_max_ps(x2, x3)));
+        const size_t ri = (size_t)(row0 + r);
+        const float mo = st->m[ri];
+        const float mn = mx > mo ? mx : mo;
+        if (mn == -INFINITY) { /* nothing seen yet, nothing visible here */
+            memset(pt + r * SBPAIRS, 0, SBPAIRS * sizeof pt[0]);
+            alpha[r] = 1.0f;
+            continue;
+        }
+        const float a = mo == -INFINITY ? 0.0f : expf(mo - mn);
+        const __m512 vm = _mm512_set1_ps(mn);
+        const __m512 d0 = _mm512_sub_ps(x0, vm), d1 = _mm512_sub_ps(x1, vm);
+        const __m512 d2 = _mm512_sub_ps(x2, vm), d3 = _mm512_sub_ps(x3, vm);
+        const __m512 e0 = rb_exp512_ps(d0), e1 = rb_exp512_ps(d1);
+        const __m512 e2 = rb_exp512_ps(d2), e3 = rb_exp512_ps(d3);
+        const float lsum =
+            _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(e0, e1), _mm512_add_ps(e2, e3)));
+        __m512 eu;
+        if (unmasked) {
+            eu = _mm512_mul_ps(e0, d0);
+            eu = _mm512_fmadd_ps(e1, d1, eu);
+            eu = _mm512_fmadd_ps(e2, d2, eu);
+            eu = _mm512_fmadd_ps(e3, d3, eu);
+        } else { /* masked lanes: e = 0 but d = -inf */
+            eu = _mm512_maskz_mul_ps(mk[0], e0, d0);
+            eu = _mm512_mask3_fmadd_ps(e1, d1, eu, mk[1]);
+            eu = _mm512_mask3_fmadd_ps(e2, d2, eu, mk[2]);
+            eu = _mm512_mask3_fmadd_ps(e3, d3, eu, mk[3]);
+        }
+        const float usum = _mm512_reduce_add_ps(eu);
+        const float lo = st->l[ri];
+        st->u[ri] = mo == -INFINITY ? usum : a * (st->u[ri] + lo * (mo - mn)) + usum;
+        st->l[ri] = a * lo + lsum;
+        st->m[ri] = mn;
+        alpha[r] = a;
+        _mm512_store_si512(pt + r * SBPAIRS, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+        _mm512_store_si512(pt + r * SBPAIRS + 16, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
+    }
+    pv_group(pt, vp, c->dv, st->acc + (size_t)row0 * (size_t)c->dv, alpha);
+}
+
+/* Merge nrows fp32 state rows (from local row local0) into the double state rows
+ * from row0 (rb_state_merge semantics); tmp holds d + 3 doubles. Empty rows skip. */
+static void merge_rows(const bf_state *st, int64_t local0, int64_t row0, int64_t nrows,
+                       int d, int dv, double *tmp, double *state)
+{
+    const size_t stride = RB_STATE_STRIDE(d);
+    for (int64_t i = 0; i < nrows; i++) {
+        const size_t li = (size_t)(local0 + i);
+        if (st->m[li] == -INFINITY)
+            continue;
+        tmp[0] = st->m[li];
+        tmp[1] = st->l[li];
+        tmp[2] = st->u[li];
+        const float *a = st->acc + li * (size_t)dv;
+        for (int j = 0; j < d; j++)
+            tmp[3 + j] = a[j];
+        rb_state_merge(state + (size_t)(row0 + i) * stride, tmp, 1, d);
+    }
+}
+
+/* Reset nrows fp32 state rows starting at local row 0. */
+static void state_reset(const bf_state *st, int64_t nrows, int dv)
+{
+    for (int64_t i = 0; i < nrows; i++) {
+        st->m[i] = -INFINITY;
+        st->l[i] = 0.0f;
+        st->u[i] = 0.0f;
+    }
+    memset(st->acc, 0, (size_t)nrows * (size_t)dv * sizeof(float));
+}
+
+/* Sort helper: query blocks by decreasing estimated work. */
+typedef struct {
+    int64_t work, blk;
+} bf_job;
+static int job_cmp(const void *a, const void *b)
+{
+    const bf_job *x = a, *y = b;
+    if (x->work != y->work)
+        return x->work > y->work ? -1 : 1;
+    return x->blk < y->blk ? -1 : (x->blk > y->blk);
+}
+
+/* rb_attn_tile_avx512_bf16: see rb_avx512.h. Two schedules:
+ *  - row mode (nq > STREAM_MAX_ROWS): K and V are packed to bf16 once, in parallel;
+ *    query blocks of QB_GROUPS*GR rows are handed to threads largest visible work
+ *    first (dynamic), each sweeping the key blocks its rows can see;
+ *  - stream mode (few rows, e.g. probe rows): the keys are split into one range per
+ *    thread by equal visible work; each thread packs one key block at a time and
+ *    runs every query row against it while it is in cache, so K/V are read once;
+ *    the per-thread states are merged in thread order (deterministic).
+ * Results do not depend on which thread ran a block; in stream mode they depend on
+ * the thread count through the order of the final merges (rounding only). Rows
+ * with no visible key stay untouched. Returns 0 or RB_ENOMEM. */
+int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
+                             const float *k, const float *v, const int64_t *k_pos,
+                             int64_t nk, int d, double scale, double *state)
+{
+    if (nq <= 0 || nk <= 0 || d <= 0)
+        return 0;
+    int rc = 0;
+    bf_ctx c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    c.np = (d + 1) / 2;
+    c.dv = (int)round_up((size_t)d, 64);
+    c.scale = (float)scale;
+    c.nq = nq;
+    c.ng = (nq + GR - 1) / GR;
+    c.nk = nk;
+    c.nsb = (nk + SBK - 1) / SBK;
+    c.k = k;
+    c.v = v;
+    const size_t np = (size_t)c.np, dv = (size_t)c.dv;
+    const size_t kp_sz = np * SBK, vp_sz = (size_t)SBPAIRS * dv; /* uint32 per SB */
+    const int stream = nq <= STREAM_MAX_ROWS;
+    int nthr = rb_kernels_threads();
+    if (nthr < 1)
+        nthr = 1;
+    const int64_t nqb = (c.ng + QB_GROUPS - 1) / QB_GROUPS;
+    if (!stream && nthr > nqb)
+        nthr = (int)nqb;
+    if (stream && nthr > c.nsb)
+        nthr = (int)c.nsb;
+
+    uint32_t *qp = NULL, *kvp = NULL;
+    int64_t *qposp = NULL, *gqmin = NULL, *gqmax = NULL, *kposp = NULL, *sbmin = NULL;
+    int64_t *sbmax = NULL, *cut = NULL;
+    int *sbval = NULL;
+    bf_job *jobs = NULL;
+    float *stbuf = NULL;
+    double *tmp = NULL;
+
+    const size_t nrows_p = (size_t)c.ng * GR;
+    /* per-thread fp32 state: row mode one query block, stream mode every row */
+    const size_t strows = stream ? nrows_p : (size_t)QB_GROUPS * GR;
+    const size_t st_floats = round_up(strows * 3, 16) + strows * dv;
+    /* packed K/V: row mode all sub-blocks, stream mode one key block per thread */
+    const size_t kv_sbs = stream ? (size_t)nthr * KB_SBS : (size_t)c.nsb;
+    qp = aligned_alloc(64, round_up(nrows_p * np * sizeof *qp, 64));
+    qposp = malloc(nrows_p * sizeof *qposp);
+    gqmin = malloc((size_t)c.ng * sizeof *gqmin);
+    gqmax = malloc((size_t)c.ng * sizeof *gqmax);
+    kposp = malloc((size_t)c.nsb * SBK * sizeof *kposp);
+    sbmin = malloc((size_t)c.nsb * sizeof *sbmin);
+    sbmax = malloc((size_t)c.nsb * sizeof *sbmax);
+    sbval = malloc((size_t)c.nsb * sizeof *sbval);
+    tmp = malloc((size_t)nthr * RB_STATE_STRIDE(d) * sizeof *tmp);
+    stbuf = aligned_alloc(64, (size_t)nthr * st_floats * sizeof *stbuf);
+    kvp = aligned_alloc(64, kv_sbs * (kp_sz + vp_sz) * sizeof *kvp);
+    jobs = stream ? NULL : malloc((size_t)nqb * sizeof *jobs);
+    cut = stream ? malloc(((size_t)nthr + 1) * sizeof *cut) : NULL;
+    if (!qp || !qposp || !gqmin || !gqmax || !kposp || !sbmin || !sbmax || !sbval ||
+        !tmp || !stbuf || !kvp || (!stream && !jobs) || (stream && !cut)) {
+        rc = RB_ENOMEM;
+        goto cleanup;
+    }
+
+    /* positions: rows padded by repeating the last row, keys with INT64_MAX */
+    for (size_t r = 0; r < nrows_p; r++)
+        qposp[r] = q_pos[r < (size_t)nq ? r : (size_t)nq - 1];
+    for (int64_t g = 0; g < c.ng; g++) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t r = g * GR; r < g * GR + GR && r < nq; r++) {
+            lo = q_pos[r] < lo ? q_pos[r] : lo;
+            hi = q_pos[r] > hi ? q_pos[r] : hi;
+        }
+        gqmin[g] = lo;
+        gqmax[g] = hi;
+    }
+    for (int64_t sb = 0; sb < c.nsb; sb++) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        int nv = 0;
+        for (int n = 0; n < SBK; n++) {
+            const int64_t key = sb * SBK + n;
+            if (key < nk) {
+                kposp[key] = k_pos[key];
+                lo = k_pos[key] < lo ? k_pos[key] : lo;
+                hi = k_pos[key] > hi ? k_pos[key] : hi;
+                nv++;
+            } else {
+                kposp[key] = INT64_MAX;
+            }
+        }
+        sbmin[sb] = lo;
+        sbmax[sb] = hi;
+        sbval[sb] = nv;
+    }
+    c.qp = qp;
+    c.qposp = qposp;
+    c.gqmin = gqmin;
+    c.gqmax = gqmax;
+    c.kposp = kposp;
+    c.sbmin = sbmin;
+    c.sbmax = sbmax;
+    c.sbval = sbval;
+
+    if (!stream) {
+        /* work per query block: visible (group, sub-block) pairs, biggest first */
+        for (int64_t b = 0; b < nqb; b++) {
+            int64_t w = 0;
+            const int64_t g1 = (b + 1) * QB_GROUPS < c.ng ? (b + 1) * QB_GROUPS : c.ng;
+            for (int64_t g = b * QB_GROUPS; g < g1; g++)
+                for (int64_t sb = 0; sb < c.nsb; sb++)
+                    w += sbmin[sb] <= gqmax[g];
+            jobs[b].work = w;
+            jobs[b].blk = b;
+        }
+        qsort(jobs, (size_t)nqb, sizeof *jobs, job_cmp);
+    } else {
+        /* key ranges of equal work: sub-block sb costs the groups that can see it */
+        int64_t total = 0;
+        for (int64_t sb = 0; sb < c.nsb; sb++)
+            for (int64_t g = 0; g < c.ng; g++)
+                total += sbmin[sb] <= gqmax[g];
+        cut[0] = 0;
+        int t = 1;
+        int64_t acc = 0;
+        for (int64_t sb = 0; sb < c.nsb && t < nthr; sb++) {
+            for (int64_t g = 0; g < c.ng; g++)
+                acc += sbmin[sb] <= gqmax[g];
+            while (t < nthr && acc * nthr >= total * t)
+                cut[t++] = sb + 1;
+        }
+        while (t <= nthr)
+            cut[t++] = c.nsb;
+    }
+
+#pragma omp parallel num_threads(nthr)
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        float *sb_ = stbuf + (size_t)tid * st_floats;
+        bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows, sb_ + round_up(strows * 3, 16)};
+        double *tmpt = tmp + (size_t)tid * RB_STATE_STRIDE(d);
+
+        /* q rows to bf16 pairs (padded rows repeat the last real row) */
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < (int64_t)nrows_p; r++)
+            pack_row_pairs(q + (size_t)(r < nq ? r : nq - 1) * (size_t)d, d, c.np,
+                           qp + (size_t)r * np);
+
+        if (!stream) {
+#pragma omp for schedule(static)
+            for (int64_t sb = 0; sb < c.nsb; sb++)
+                pack_sb(&c, sb, kvp + (size_t)sb * kp_sz,
+                        kvp + (size_t)c.nsb * kp_sz + (size_t)sb * vp_sz);
+            /* implicit barrier: K/V packed */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t j = 0; j < nqb; j++) {
+                const int64_t b = jobs[j].blk;
+                const int64_t g0 = b * QB_GROUPS;
+                const int64_t g1 = g0 + QB_GROUPS < c.ng ? g0 + QB_GROUPS : c.ng;
+                int64_t bqmax = INT64_MIN;
+                for (int64_t g = g0; g < g1; g++)
+                    bqmax = gqmax[g] > bqmax ? gqmax[g] : bqmax;
+                state_reset(&st, (g1 - g0) * GR, c.dv);
+                for (int64_t kb = 0; kb < c.nsb; kb += KB_SBS) {
+                    const int64_t kb1 = kb + KB_SBS < c.nsb ? kb + KB_SBS : c.nsb;
+                    int64_t kbmin = INT64_MAX;
+                    for (int64_t sb = kb; sb < kb1; sb++)
+                        kbmin = sbmin[sb] < kbmin ? sbmin[sb] : kbmin;
+                    if (kbmin > bqmax)
+                        continue;
+                    for (int64_t g = g0; g < g1; g++)
+                        for (int64_t sb = kb; sb < kb1; sb++)
+                            group_sb(&c, g, sb, kvp + (size_t)sb * kp_sz,
+                                     kvp + (size_t)c.nsb * kp_sz + (size_t)sb * vp_sz, &st,
+                                     (g - g0) * GR);
+                }
+                const int64_t r0 = g0 * GR;
+                const int64_t r1 = g1 * GR < nq ? g1 * GR : nq;
+                merge_rows(&st, 0, r0, r1 - r0, d, c.dv, tmpt, state);
+            }
+        } else {
+            state_reset(&st, (int64_t)nrows_p, c.dv);
+            uint32_t *kpt = kvp + (size_t)tid * KB_SBS * (kp_sz + vp_sz);
+            uint32_t *vpt = kpt + KB_SBS * kp_sz;
+            /* the q packing above ends with a barrier; every thread owns its keys */
+            for (int64_t kb = cut[tid]; kb < cut[tid + 1]; kb += KB_SBS) {
+                const int64_t kb1 = kb + KB_SBS < cut[tid + 1] ? kb + KB_SBS : cut[tid + 1];
+                for (int64_t sb = kb; sb < kb1; sb++)
+                    pack_sb(&c, sb, kpt + (size_t)(sb - kb) * kp_sz,
+                            vpt + (size_t)(sb - kb) * vp_sz);
+                for (int64_t g = 0; g < c.ng; g++)
+                    for (int64_t sb = kb; sb < kb1; sb++)
+                        group_sb(&c, g, sb, kpt + (size_t)(sb - kb) * kp_sz,
+                                 vpt + (size_t)(sb - kb) * vp_sz, &st, g * GR);
+            }
+        }
+    }
+    if (stream) {
+        /* merge the per-thread states in thread order: deterministic */
+        for (int t = 0; t < nthr; t++) {
+            float *sb_ = stbuf + (size_t)t * st_floats;
+            bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows,
+                           sb_ + round_up(strows * 3, 16)};
+            merge_rows(&st, 0, 0, nq, d, c.dv, tmp, state);
+        }
+    }
+
+cleanup:
+    free(qp);
+    free(kvp);
+    free(qposp);
+    free(gqmin);
+    free(gqmax);
+    free(kposp);
+    free(sbmin);
+    free(sbmax);
+    free(sbval);
+    free(jobs);
+    free(cut);
+    free(stbuf);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,308 @@
+/* attn_blas.c — the OpenBLAS attention tile: S = Q Kᵀ and O += P V by cblas_sgemm per (query block, key block), fp32 online softmax with the entropy accumulator in plain vectorizable C. */
+#include "rb_blas.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Blocking: BR query rows (the unit of OpenMP work in row mode) against BC keys per
+ * pair of sgemm calls. With fewer than STREAM_MAX_ROWS rows the keys are split
+ * between threads instead (probe rows). */
+enum { BR = 128, BC = 256, STREAM_MAX_ROWS = 256 };
+
+/* e^x in fp32 for x <= 0 (scores minus their running max), written so that compilers
+ * vectorize it: Cody–Waite reduction x = n ln2 + r, Cephes' degree-7 polynomial,
+ * 2^n built in the exponent bits. x < -87 (and -inf, the mask) gives exactly 0;
+ * error <= 2 ulp above that. */
+static inline float exp_neg(float x)
+{
+    const float xc = x < -87.0f ? -87.0f : x;
+    /* round to nearest by the 1.5 * 2^23 trick: vectorizes without SSE4.1 */
+    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + (r + 1.0f);
+    union {
+        int32_t i;
+        float f;
+    } sc;
+    sc.i = ((int32_t)n + 127) << 23;
+    const float e = p * sc.f;
+    return x < -87.0f ? 0.0f : e;
+}
+
+/* The fp32 online state of BR (row mode) or all (stream mode) rows. */
+typedef struct {
+    float *m, *l, *u, *acc; /* acc: rows x d */
+    float *s;               /* scores / probabilities: BR x BC */
+} bl_state;
+
+/* Rows [r0, r0+br) of q (fp32 state rows from st row sr0) against keys [k0, k0+bc):
+ * S = scale Q Kᵀ, mask by position unless `unmasked`, online softmax update of m, l,
+ * u, rescale of acc rows, acc += P V. Rows that see nothing keep their state. */
+static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64_t br,
+                         const float *k, const float *v, const int64_t *k_pos, int64_t k0,
+                         int64_t bc, int d, float scale, int unmasked, const bl_state *st,
+                         int64_t sr0)
+{
+    const size_t sd = (size_t)d;
+    float *S = st->s;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, d, scale,
+                q + (size_t)r0 * sd, d, k + (size_t)k0 * sd, d, 0.0f, S, (int)bc);
+    int any = 0;
+    for (int64_t r = 0; r < br; r++) {
+        float *srow = S + (size_t)r * (size_t)bc;
+        const int64_t qp = q_pos[r0 + r];
+        const int64_t *kp = k_pos + k0;
+        if (!unmasked) {
+#pragma omp simd
+            for (int64_t n = 0; n < bc; n++)
+                srow[n] = kp[n] <= qp ? srow[n] : -INFINITY;
+        }
+        float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+        for (int64_t n = 0; n < bc; n++)
+            mx = srow[n] > mx ? srow[n] : mx;
+        const size_t ri = (size_t)(sr0 + r);
+        const float mo = st->m[ri];
+        const float mn = mx > mo ? mx : mo;
+        float *acc = st->acc + ri * sd;
+        if (mn == -INFINITY) { /* nothing seen yet, nothing visible here */
+            memset(srow, 0, (size_t)bc * sizeof *srow);
+            continue;
+        }
+        any = 1;
+        float lsum = 0.0f, usum = 0.0f;
+#pragma omp simd reduction(+ : lsum, usum)
+        for (int64_t n = 0; n < bc; n++) {
+            const float ds = srow[n] - mn; /* -inf where masked */
+            const float p = exp_neg(ds);
+            srow[n] = p;
+            lsum += p;
+            usum += p > 0.0f ? p * ds : 0.0f;
+        }
+        if (mo == -INFINITY) {
+            st->u[ri] = usum;
+            st->l[ri] = lsum;
+        } else {
+            const float a = expf(mo - mn);
+            st->u[ri] = a * (st->u[ri] + st->l[ri] * (mo - mn)) + usum;
+            st->l[ri] = a * st->l[ri] + lsum;
+            if (a != 1.0f) {
+#pragma omp simd
+                for (int j = 0; j < d; j++)
+                    acc[j] *= a;
+            }
+        }
+        st->m[ri] = mn;
+    }
+    if (any)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)br, d, (int)bc, 1.0f,
+                    S, (int)bc, v + (size_t)k0 * sd, d, 1.0f,
+                    st->acc + (size_t)sr0 * sd, d);
+}
+
+/* Merge nrows fp32 state rows (from local row local0) into the double state rows
+ * from row0 (rb_state_merge semantics); tmp holds d + 3 doubles. Empty rows skip. */
+static void merge_rows(const bl_state *st, int64_t local0, int64_t row0, int64_t nrows,
+                       int d, double *tmp, double *state)
+{
+    const size_t stride = RB_STATE_STRIDE(d);
+    for (int64_t i = 0; i < nrows; i++) {
+        const size_t li = (size_t)(local0 + i);
+        if (st->m[li] == -INFINITY)
+            continue;
+        tmp[0] = st->m[li];
+        tmp[1] = st->l[li];
+        tmp[2] = st->u[li];
+        const float *a = st->acc + li * (size_t)d;
+        for (int j = 0; j < d; j++)
+            tmp[3 + j] = a[j];
+        rb_state_merge(state + (size_t)(row0 + i) * stride, tmp, 1, d);
+    }
+}
+
+static void state_reset(const bl_state *st, int64_t nrows, int d)
+{
+    for (int64_t i = 0; i < nrows; i++) {
+        st->m[i] = -INFINITY;
+        st->l[i] = 0.0f;
+        st->u[i] = 0.0f;
+    }
+    memset(st->acc, 0, (size_t)nrows * (size_t)d * sizeof(float));
+}
+
+typedef struct {
+    int64_t work, blk;
+} bl_job;
+static int job_cmp(const void *a, const void *b)
+{
+    const bl_job *x = a, *y = b;
+    if (x->work != y->work)
+        return x->work > y->work ? -1 : 1;
+    return x->blk < y->blk ? -1 : (x->blk > y->blk);
+}
+
+/* rb_attn_tile_blas: see rb_blas.h. Row mode (nq > STREAM_MAX_ROWS): query blocks of
+ * BR rows go to OpenMP threads largest visible work first (dynamic schedule), each
+ * sweeping the key blocks of BC keys its rows can see. Stream mode (few rows, probe
+ * rows): keys are split into one range per thread by equal visible work, every
+ * thread runs all rows against its keys, and the per-thread states are merged in
+ * thread order. OpenBLAS (pthread build) is set to one thread for the duration of
+ * the call and restored after: its own pool would otherwise add threads to each of
+ * ours. (That setting is process-wide; concurrent calls of this kernel from several
+ * application threads are not supported.) Returns 0 or RB_ENOMEM. */
+int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                      const float *v, const int64_t *k_pos, int64_t nk, int d,
+                      double scale, double *state)
+{
+    if (nq <= 0 || nk <= 0 || d <= 0)
+        return 0;
+    int rc = 0;
+    const int stream = nq <= STREAM_MAX_ROWS;
+    const int64_t nqb = (nq + BR - 1) / BR, nkb = (nk + BC - 1) / BC;
+    int nthr = rb_kernels_threads();
+    if (nthr < 1)
+        nthr = 1;
+    if (!stream && nthr > nqb)
+        nthr = (int)nqb;
+    if (stream && nthr > nkb)
+        nthr = (int)nkb;
+    const size_t strows = stream ? (size_t)nq : (size_t)BR;
+    const size_t st_floats = strows * 3 + strows * (size_t)d + (size_t)BR * BC;
+
+    int64_t *bqmin = NULL, *bqmax = NULL, *kbmin = NULL, *kbmax = NULL, *cut = NULL;
+    bl_job *jobs = NULL;
+    float *stbuf = NULL;
+    double *tmp = NULL;
+    bqmin = malloc((size_t)nqb * sizeof *bqmin);
+    bqmax = malloc((size_t)nqb * sizeof *bqmax);
+    kbmin = malloc((size_t)nkb * sizeof *kbmin);
+    kbmax = malloc((size_t)nkb * sizeof *kbmax);
+    jobs = malloc((size_t)nqb * sizeof *jobs);
+    cut = malloc(((size_t)nthr + 1) * sizeof *cut);
+    stbuf = malloc((size_t)nthr * st_floats * sizeof *stbuf);
+    tmp = malloc((size_t)nthr * RB_STATE_STRIDE(d) * sizeof *tmp);
+    if (!bqmin || !bqmax || !kbmin || !kbmax || !jobs || !cut || !stbuf || !tmp) {
+        rc = RB_ENOMEM;
+        goto cleanup;
+    }
+    for (int64_t b = 0; b < nqb; b++) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t r = b * BR; r < (b + 1) * BR && r < nq; r++) {
+            lo = q_pos[r] < lo ? q_pos[r] : lo;
+            hi = q_pos[r] > hi ? q_pos[r] : hi;
+        }
+        bqmin[b] = lo;
+        bqmax[b] = hi;
+    }
+    for (int64_t b = 0; b < nkb; b++) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t n = b * BC; n < (b + 1) * BC && n < nk; n++) {
+            lo = k_pos[n] < lo ? k_pos[n] : lo;
+            hi = k_pos[n] > hi ? k_pos[n] : hi;
+        }
+        kbmin[b] = lo;
+        kbmax[b] = hi;
+    }
+    if (!stream) {
+        for (int64_t b = 0; b < nqb; b++) {
+            int64_t w = 0;
+            for (int64_t kb = 0; kb < nkb; kb++)
+                w += kbmin[kb] <= bqmax[b];
+            jobs[b].work = w;
+            jobs[b].blk = b;
+        }
+        qsort(jobs, (size_t)nqb, sizeof *jobs, job_cmp);
+    } else {
+        int64_t total = 0, acc = 0;
+        for (int64_t kb = 0; kb < nkb; kb++)
+            for (int64_t b = 0; b < nqb; b++)
+                total += kbmin[kb] <= bqmax[b];
+        cut[0] = 0;
+        int t = 1;
+        for (int64_t kb = 0; kb < nkb && t < nthr; kb++) {
+            for (int64_t b = 0; b < nqb; b++)
+                acc += kbmin[kb] <= bqmax[b];
+            while (t < nthr && acc * nthr >= total * t)
+                cut[t++] = kb + 1;
+        }
+        while (t <= nthr)
+            cut[t++] = nkb;
+    }
+
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    const float fscale = (float)scale;
+#pragma omp parallel num_threads(nthr)
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        float *b_ = stbuf + (size_t)tid * st_floats;
+        const bl_state st = {b_, b_ + strows, b_ + 2 * strows, b_ + 3 * strows,
+                             b_ + 3 * strows + strows * (size_t)d};
+        double *tmpt = tmp + (size_t)tid * RB_STATE_STRIDE(d);
+        if (!stream) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t j = 0; j < nqb; j++) {
+                const int64_t b = jobs[j].blk, r0 = b * BR;
+                const int64_t br = r0 + BR <= nq ? BR : nq - r0;
+                state_reset(&st, br, d);
+                for (int64_t kb = 0; kb < nkb; kb++) {
+                    if (kbmin[kb] > bqmax[b])
+                        continue;
+                    const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
+                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, d, fscale,
+                                 kbmax[kb] <= bqmin[b], &st, 0);
+                }
+                merge_rows(&st, 0, r0, br, d, tmpt, state);
+            }
+        } else {
+            state_reset(&st, nq, d);
+            for (int64_t kb = cut[tid]; kb < cut[tid + 1]; kb++) {
+                const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
+                for (int64_t b = 0; b < nqb; b++) {
+                    if (kbmin[kb] > bqmax[b])
+                        continue;
+                    const int64_t r0 = b * BR, br = r0 + BR <= nq ? BR : nq - r0;
+                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, d, fscale,
+                                 kbmax[kb] <= bqmin[b], &st, r0);
+                }
+            }
+        }
+    }
+    openblas_set_num_threads(blas_threads);
+    if (stream) {
+        /* merge the per-thread states in thread order: deterministic */
+        for (int t = 0; t < nthr; t++) {
+            float *b_ = stbuf + (size_t)t * st_floats;
+            const bl_state st = {b_, b_ + strows, b_ + 2 * strows, b_ + 3 * strows, NULL};
+            merge_rows(&st, 0, 0, nq, d, tmp, state);
+        }
+    }
+
+cleanup:
+    free(bqmin);
+    free(bqmax);
+    free(kbmin);
+    free(kbmax);
+    free(jobs);
+    free(cut);
+    free(stbuf);
+    free(tmp);
+    return rc;
+}
