@@ -631,6 +631,45 @@ static int note_resume(rb_run *r, int argc, char **argv)
     return rc;
 }
 
+/* Peaks of this machine, measured by every rank at the same time (so each rank's
+ * figure is its share while all run, as during the cases): FMA throughput of the
+ * rank's threads and STREAM triad bandwidth; written per rank under /provenance. */
+static int measure_peaks(rb_run *r)
+{
+    double mine[2], *all = NULL, *col = NULL;
+    int rc = RB_OK;
+    MPI_Barrier(r->comm);
+    mine[0] = rb_peak_fma_gflops(0, 0.2);
+    MPI_Barrier(r->comm);
+    mine[1] = rb_triad_gbps(0, (size_t)256 << 20);
+    all = malloc(sizeof(double) * 2 * (size_t)r->nranks);
+    col = malloc(sizeof(double) * (size_t)r->nranks);
+    if (!all || !col) {
+        rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (peaks)");
+        goto cleanup;
+    }
+    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, r->comm);
+    static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
+    double sum[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        int64_t dims[1] = {r->nranks};
+        for (int i = 0; r->rank == 0 && i < r->nranks; i++) {
+            col[i] = all[i * 2 + k];
+            sum[k] += col[i];
+        }
+        TRY(rb_results_write_f64(r->res, names[k], 1, dims, col, 0, r->err,
+                                 sizeof r->err));
+    }
+    if (r->rank == 0 && !r->quiet)
+        fprintf(stderr, "ropebench: measured peaks: FMA %.1f GFLOP/s, triad %.1f GB/s "
+                        "(all ranks together)\n",
+                sum[0], sum[1]);
+cleanup:
+    free(all);
+    free(col);
+    return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 static int count_cases(const rb_config *c)
@@ -807,6 +846,7 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
     rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
+    if (rc == RB_OK && !reopened) rc = measure_peaks(&r);
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
