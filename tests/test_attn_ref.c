@@ -603,14 +603,45 @@ static void test_dispatch(void)
     rb_kernel_ops ops;
     const char *reason = NULL;
     char err[256] = "";
+    /* What is built is known only through dispatch: a fast variant is either selectable
+     * here or "not built" (never "not supported" on a CPU that has its ISA). The
+     * automatic fp32 choice is avx512 when selectable, else blas, else ref. */
+    const int cpu_has_avx512 =
+        ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq && ci.os_zmm;
+    const char *fast[] = {"blas", "avx512", "avx512_bf16"};
+    const char *fast_dtype[] = {"fp32", "fp32", "bf16"};
+    int selectable[3];
+    for (int i = 0; i < 3; i++) {
+        err[0] = 0;
+        memset(&ops, 0, sizeof ops);
+        int rc = rb_kernels_select_dtype(fast[i], fast_dtype[i], &ops, &reason, err,
+                                         sizeof err);
+        selectable[i] = rc == 0;
+        char not_built[96];
+        snprintf(not_built, sizeof not_built, "ROPEBENCH_ISA=%s: not built", fast[i]);
+        const int cpu_ok = i == 0 || (cpu_has_avx512 && (i == 1 || ci.avx512_bf16));
+        if (rc == 0)
+            check(ops.name && strcmp(ops.name, fast[i]) == 0 && ops.tile &&
+                      strcmp(ops.dtype, fast_dtype[i]) == 0 && cpu_ok,
+                  "rb_kernels_select(\"%s\"): selected %s tile %p dtype %s on a CPU "
+                  "%s",
+                  fast[i], ops.name ? ops.name : "(null)", (void *)ops.tile,
+                  ops.dtype ? ops.dtype : "(null)", cpu_ok ? "that has it" : "without it");
+        else
+            check(rc == RB_EUNSUPPORTED && strstr(err, "available: ") &&
+                      (strstr(err, not_built) || (!cpu_ok && strstr(err, "not supported"))),
+                  "rb_kernels_select(\"%s\"): rc %d, message \"%s\"", fast[i], rc, err);
+        printf("dispatch: %s %s\n", fast[i], rc == 0 ? "selectable" : err);
+    }
+    const char *want_auto = selectable[1] ? "avx512" : selectable[0] ? "blas" : "ref";
     const char *autos[] = {NULL, ""};
     for (int i = 0; i < 2; i++) {
         memset(&ops, 0, sizeof ops);
         int rc = rb_kernels_select(autos[i], &ops, &reason, err, sizeof err);
-        check(rc == 0 && ops.name && strcmp(ops.name, "ref") == 0 &&
-                  ops.tile == rb_attn_tile_ref && reason && reason[0],
-              "rb_kernels_select(%s): rc %d name %s reason %s err \"%s\"",
-              autos[i] ? "\"\"" : "NULL", rc, ops.name ? ops.name : "(null)",
+        check(rc == 0 && ops.name && strcmp(ops.name, want_auto) == 0 && ops.tile &&
+                  reason && reason[0],
+              "rb_kernels_select(%s): rc %d name %s (want %s) reason %s err \"%s\"",
+              autos[i] ? "\"\"" : "NULL", rc, ops.name ? ops.name : "(null)", want_auto,
               reason ? reason : "(null)", err);
     }
     printf("dispatch: automatic choice \"%s\" (%s)\n", ops.name ? ops.name : "?",
@@ -618,15 +649,6 @@ static void test_dispatch(void)
     int rc = rb_kernels_select("ref", &ops, &reason, err, sizeof err);
     check(rc == 0 && ops.tile == rb_attn_tile_ref, "rb_kernels_select(\"ref\"): rc %d",
           rc);
-    const char *unbuilt[] = {"blas", "avx512", "avx512_bf16"};
-    for (int i = 0; i < 3; i++) {
-        char want[96];
-        snprintf(want, sizeof want, "ROPEBENCH_ISA=%s: not built", unbuilt[i]);
-        err[0] = 0;
-        rc = rb_kernels_select(unbuilt[i], &ops, &reason, err, sizeof err);
-        check(rc == RB_EUNSUPPORTED && strstr(err, want) && strstr(err, "available: ref"),
-              "rb_kernels_select(\"%s\"): rc %d, message \"%s\"", unbuilt[i], rc, err);
-    }
     const char *unknown[] = {"sse2", "REF", "ref ", "avx-512"};
     for (int i = 0; i < 4; i++) {
         err[0] = 0;
@@ -635,7 +657,8 @@ static void test_dispatch(void)
                   strstr(err, "ref, blas, avx512, avx512_bf16"),
               "rb_kernels_select(\"%s\"): rc %d, message \"%s\"", unknown[i], rc, err);
     }
-    check(rb_kernels_select("avx512", NULL, NULL, NULL, 0) == RB_EUNSUPPORTED,
+    check(rb_kernels_select("sse2", NULL, NULL, NULL, 0) == RB_EUNSUPPORTED &&
+              rb_kernels_select(want_auto, NULL, NULL, NULL, 0) == 0,
           "rb_kernels_select with NULL outputs");
 }
 

@@ -1,0 +1,633 @@
+/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels, register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
+#include "rb_avx512.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Block sizes. A key block is BC keys packed as K^T[d][BC] (four 16-key panels side
+ * by side); a micro-tile is RG query rows against one key block: QK^T keeps RG x 4 zmm
+ * accumulators, PV keeps RG rows x 4 zmm (64 dims) of acc. A query block (query-outer
+ * order) is BR rows, whose fp32 state stays in L1/L2 while the key blocks stream by. */
+#define BC 64
+#define RG 6
+#define BR 96
+/* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
+#define KPACK_MAX ((size_t)8 << 20)
+
+#define RB_AI static inline __attribute__((always_inline))
+
+static size_t round64(size_t n) { return (n + 63u) & ~(size_t)63u; }
+
+/* One query row after sorting by position: its position and its index in q/state. */
+typedef struct {
+    int64_t pos;
+    int64_t idx;
+} rb_row;
+
+static int row_cmp(const void *a, const void *b)
+{
+    const rb_row *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* First index i in [lo, hi) of the sorted rows with pos >= p (hi if none). */
+static int64_t rows_lower_bound(const rb_row *rows, int64_t lo, int64_t hi, int64_t p)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (rows[mid].pos < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Transpose 16 rows of 16 floats in registers: r[i][j] -> r[j][i]. */
+RB_AI void tr16x16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), e = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));
+    }
+    __m512 o[16];
+    for (int k = 0; k < 4; k++) {
+        const __m512 t0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x44);
+        const __m512 t1 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xEE);
+        const __m512 t2 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x44);
+        const __m512 t3 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xEE);
+        o[k] = _mm512_shuffle_f32x4(t0, t2, 0x88);
+        o[k + 4] = _mm512_shuffle_f32x4(t0, t2, 0xDD);
+        o[k + 8] = _mm512_shuffle_f32x4(t1, t3, 0x88);
+        o[k + 12] = _mm512_shuffle_f32x4(t1, t3, 0xDD);
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = o[i];
+}
+
+/* One packed key block: K^T, padded positions, and where its V rows are. */
+typedef struct {
+    const float *kt;  /* [d][BC], keys past cnt are 0 */
+    const int64_t *kp; /* [BC], INT64_MAX past cnt */
+    const float *vb;  /* v row of the block's first key */
+    int cnt;          /* valid keys, 1..BC */
+    int64_t kmin, kmax;
+} rb_kblock;
+
+/* rb_kblock_pack: pack keys [c0, c0 + cnt) of k (rows of d floats) into kt[d][BC]
+ * (64-byte aligned) with 16x16 register transposes where a whole 16x16 square exists,
+ * element by element elsewhere; zero past cnt. Positions go to kp[BC] (INT64_MAX past
+ * cnt); fills *b. cnt is 1..BC. */
+static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
+                           int cnt, int d, float *kt, int64_t *kp, rb_kblock *b)
+{
+    const float *kb = k + (size_t)c0 * (size_t)d;
+    int jdone = 0;
+    if (cnt == BC) {
+        for (; jdone + 16 <= d; jdone += 16)
+            for (int p = 0; p < BC / 16; p++) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++)
+                    r[i] = _mm512_loadu_ps(kb + (size_t)(16 * p + i) * (size_t)d + jdone);
+                tr16x16(r);
+                for (int i = 0; i < 16; i++)
+                    _mm512_store_ps(kt + (size_t)(jdone + i) * BC + 16 * p, r[i]);
+            }
+    }
+    for (int j = jdone; j < d; j++)
+        for (int c = 0; c < BC; c++)
+            kt[(size_t)j * BC + c] = c < cnt ? kb[(size_t)c * (size_t)d + j] : 0.0f;
+    int64_t lo = k_pos[c0], hi = k_pos[c0];
+    for (int c = 0; c < BC; c++) {
+        const int64_t p = c < cnt ? k_pos[c0 + c] : INT64_MAX;
+        kp[c] = p;
+        if (c < cnt) {
+            lo = p < lo ? p : lo;
+            hi = p > hi ? p : hi;
+        }
+    }
+    b->kt = kt;
+    b->kp = kp;
+    b->vb = v + (size_t)c0 * (size_t)d;
+    b->cnt = cnt;
+    b->kmin = lo;
+    b->kmax = hi;
+}
+
+/* S[r][0..BC) = <q_r, k_c> (unscaled) for R rows (row pointers qr) and one packed block. */
+RB_AI void qk_tile(const float *const *qr, const int R, const float *kt, const int d,
+                   float *S)
+{
+    __m512 a[RG][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < 4; w++)
+            a[r][w] = _mm512_setzero_ps();
+    for (int j = 0; j < d; j++) {
+        const float *kj = kt + (size_t)j * BC;
+        const __m512 k0 = _mm512_load_ps(kj), k1 = _mm512_load_ps(kj + 16);
+        const __m512 k2 = _mm512_load_ps(kj + 32), k3 = _mm512_load_ps(kj + 48);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m512 qb = _mm512_set1_ps(qr[r][j]);
+            a[r][0] = _mm512_fmadd_ps(qb, k0, a[r][0]);
+            a[r][1] = _mm512_fmadd_ps(qb, k1, a[r][1]);
+            a[r][2] = _mm512_fmadd_ps(qb, k2, a[r][2]);
+            a[r][3] = _mm512_fmadd_ps(qb, k3, a[r][3]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < 4; w++)
+            _mm512_store_ps(S + r * BC + 16 * w, a[r][w]);
+}
+
+#define QK_CASES(D)                                                                     \
+    switch (R) {                                                                        \
+    case 6: qk_tile(qr, 6, kt, D, S); break;                                            \
+    case 5: qk_tile(qr, 5, kt, D, S); break;                                            \
+    case 4: qk_tile(qr, 4, kt, D, S); break;                                            \
+    case 3: qk_tile(qr, 3, kt, D, S); break;                                            \
+    case 2: qk_tile(qr, 2, kt, D, S); break;                                            \
+    default: qk_tile(qr, 1, kt, D, S); break;                                           \
+    }
+
+/* qk_run: qk_tile with the row count and the common head_dims made constants. */
+static void qk_run(const float *const *qr, int R, const float *kt, int d, float *S)
+{
+    if (d == 128) {
+        QK_CASES(128)
+    } else if (d == 64) {
+        QK_CASES(64)
+    } else if (d == 256) {
+        QK_CASES(256)
+    } else {
+        QK_CASES(d)
+    }
+}
+
+/* acc[r][j0 .. j0+16*NV) += sum_c P[r][c] * v[c][j0 ..] for R rows, cnt keys; the last
+ * of the NV vectors is loaded under mlast (head_dim tail). */
+RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vb, size_t ldv,
+                   int cnt, int j0, __mmask16 mlast, float *acc, size_t dp)
+{
+    __m512 a[RG][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < NV; w++)
+            a[r][w] = _mm512_load_ps(acc + (size_t)r * dp + j0 + 16 * w);
+    for (int c = 0; c < cnt; c++) {
+        const float *vr = vb + (size_t)c * ldv + j0;
+        __m512 x[4];
+        for (int w = 0; w < NV - 1; w++)
+            x[w] = _mm512_loadu_ps(vr + 16 * w);
+        x[NV - 1] = _mm512_maskz_loadu_ps(mlast, vr + 16 * (NV - 1));
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
+            for (int w = 0; w < NV; w++)
+                a[r][w] = _mm512_fmadd_ps(pb, x[w], a[r][w]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < NV; w++)
+            _mm512_store_ps(acc + (size_t)r * dp + j0 + 16 * w, a[r][w]);
+}
+
+#define PV_NV(RR)                                                                       \
+    switch (nv) {                                                                       \
+    case 4: pv_tile(RR, 4, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
+    case 3: pv_tile(RR, 3, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
+    case 2: pv_tile(RR, 2, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
+    default: pv_tile(RR, 1, P, vb, ldv, cnt, j0, ml, acc, dp); break;                   \
+    }
+
+/* pv_run: acc[r][0..d) += P[r] . V over cnt keys, in chunks of 64 dims. */
+static void pv_run(int R, const float *P, const float *vb, int d, int cnt, float *acc,
+                   size_t dp)
+{
+    const size_t ldv = (size_t)d;
+    for (int j0 = 0; j0 < d; j0 += 64) {
+        const int left = d - j0;
+        const int nv = left >= 64 ? 4 : (left + 15) / 16;
+        const int tail = left - 16 * (nv - 1); /* 1..16 lanes in the last vector */
+        const __mmask16 ml = (__mmask16)(tail >= 16 ? 0xFFFFu : ((1u << tail) - 1u));
+        switch (R) {
+        case 6: PV_NV(6) break;
+        case 5: PV_NV(5) break;
+        case 4: PV_NV(4) break;
+        case 3: PV_NV(3) break;
+        case 2: PV_NV(2) break;
+        default: PV_NV(1) break;
+        }
+    }
+}
+
+/* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
+ * 16, 64-byte aligned rows). */
+typedef struct {
+    float *m, *l, *u, *acc;
+    size_t dp;
+} rb_rows32;
+
+/* softmax_row: turn the raw scores S[0..BC) of one row into p = exp(s - m_new) in place,
+ * where s = scale * S, masked keys (position after qp, or past cnt, when `masked`) give
+ * p = 0. Updates the row's m, l, u (rescaling l, u, acc once when the max grows).
+ * Returns 0 (and zeroes S) when the row sees no key of the block, leaving it untouched. */
+static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, float scale,
+                       float *m, float *l, float *u, float *acc, size_t dp)
+{
+    __m512 x[BC / 16];
+    __mmask16 mk[BC / 16];
+    const __m512 vs = _mm512_set1_ps(scale);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    const __m512i vq = _mm512_set1_epi64(qp);
+    for (int w = 0; w < BC / 16; w++) {
+        x[w] = _mm512_mul_ps(_mm512_load_ps(S + 16 * w), vs);
+        if (masked) {
+            const __mmask8 lo = _mm512_cmple_epi64_mask(_mm512_load_si512(b->kp + 16 * w), vq);
+            const __mmask8 hi =
+                _mm512_cmple_epi64_mask(_mm512_load_si512(b->kp + 16 * w + 8), vq);
+            const int base = 16 * w, n = b->cnt - base;
+            const unsigned valid = n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u;
+            mk[w] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
+            vmax = _mm512_mask_max_ps(vmax, mk[w], vmax, x[w]);
+        } else {
+            mk[w] = 0xFFFF;
+            vmax = _mm512_max_ps(vmax, x[w]);
+        }
+    }
+    const float bm = _mm512_reduce_max_ps(vmax);
+    if (bm == -INFINITY) {
+        for (int w = 0; w < BC / 16; w++)
+            _mm512_store_ps(S + 16 * w, _mm512_setzero_ps());
+        return 0;
+    }
+    const float mo = *m;
+    const float mn = mo > bm ? mo : bm;
+    if (mo != -INFINITY && mn > mo) {
+        const float dm = mo - mn, alpha = expf(dm);
+        *u = alpha * (*u + *l * dm);
+        *l *= alpha;
+        const __m512 va = _mm512_set1_ps(alpha);
+        for (size_t j = 0; j < dp; j += 16)
+            _mm512_store_ps(acc + j, _mm512_mul_ps(_mm512_load_ps(acc + j), va));
+    }
+    *m = mn;
+    const __m512 vm = _mm512_set1_ps(mn);
+    __m512 ls = _mm512_setzero_ps(), us = _mm512_setzero_ps();
+    for (int w = 0; w < BC / 16; w++) {
+        const __m512 t = _mm512_maskz_sub_ps(mk[w], x[w], vm);
+        const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp512_ps(t));
+        ls = _mm512_add_ps(ls, p);
+        us = _mm512_fmadd_ps(p, t, us);
+        _mm512_store_ps(S + 16 * w, p);
+    }
+    *l += _mm512_reduce_add_ps(ls);
+    *u += _mm512_reduce_add_ps(us);
+    return 1;
+}
+
+/* Read-only description of one call, shared by the threads. */
+typedef struct {
+    const float *q, *k, *v;
+    const int64_t *k_pos;
+    int64_t nq, nk;
+    int d;
+    size_t dp;
+    float scale;
+    const rb_row *rows; /* nq rows sorted by position */
+} rb_call;
+
+/* group_run: rows [g0, g0 + R) of the sorted rows (state at index g0 - s0 of st)
+ * against one packed key block; masked unless the block is whole and every key is at or
+ * before the group's first position. */
+static void group_run(const rb_call *c, const rb_kblock *b, int64_t g0, int R, int64_t s0,
+                      const rb_rows32 *st, float *S)
+{
+    const float *qr[RG];
+    for (int r = 0; r < R; r++)
+        qr[r] = c->q + (size_t)c->rows[g0 + r].idx * (size_t)c->d;
+    const int masked = !(b->cnt == BC && b->kmax <= c->rows[g0].pos);
+    qk_run(qr, R, b->kt, c->d, S);
+    int any = 0;
+    for (int r = 0; r < R; r++) {
+        const int64_t i = g0 + r - s0;
+        any |= softmax_row(S + r * BC, masked, b, c->rows[g0 + r].pos, c->scale, st->m + i,
+                           st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp);
+    }
+    if (any)
+        pv_run(R, S, b->vb, c->d, b->cnt, st->acc + (size_t)(g0 - s0) * st->dp, st->dp);
+}
+
+/* block_rows_run: sorted rows [i0, i1) (state index relative to s0) against one block:
+ * rows before the block's first position are skipped, the rest go in groups of RG. */
+static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int64_t i1,
+                           int64_t s0, const rb_rows32 *st, float *S)
+{
+    if (i0 >= i1 || c->rows[i1 - 1].pos < b->kmin)
+        return;
+    int64_t g = rows_lower_bound(c->rows, i0, i1, b->kmin);
+    for (; g < i1; g += RG) {
+        const int R = i1 - g < RG ? (int)(i1 - g) : RG;
+        group_run(c, b, g, R, s0, st, S);
+    }
+}
+
+static void rows32_reset(const rb_rows32 *st, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        st->m[i] = -INFINITY;
+        st->l[i] = 0.0f;
+        st->u[i] = 0.0f;
+    }
+    memset(st->acc, 0, (size_t)n * st->dp * sizeof(float));
+}
+
+/* rows32_merge: merge the fp32 states of sorted rows [i0, i1) (st index i - s0) into the
+ * double state rows they belong to; tmp holds RB_STATE_STRIDE(d) doubles. */
+static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int64_t i1,
+                         int64_t s0, double *tmp, double *state)
+{
+    const size_t stride = RB_STATE_STRIDE(c->d);
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t li = i - s0;
+        if (st->m[li] == -INFINITY)
+            continue;
+        tmp[0] = st->m[li];
+        tmp[1] = st->l[li];
+        tmp[2] = st->u[li];
+        const float *a = st->acc + (size_t)li * st->dp;
+        for (int j = 0; j < c->d; j++)
+            tmp[3 + j] = a[j];
+        rb_state_merge(state + (size_t)c->rows[i].idx * stride, tmp, 1, c->d);
+    }
+}
+
+static int threads_max(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* A query block with its estimated work, for largest-first scheduling. */
+typedef struct {
+    int64_t cost;
+    int64_t qb;
+} rb_qcost;
+
+static int qcost_cmp(const void *a, const void *b)
+{
+    const rb_qcost *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost > y->cost ? -1 : 1;
+    return (x->qb > y->qb) - (x->qb < y->qb);
+}
+
+/* run_query_outer: keys [k0, k0 + nkc) of the call, query-outer: every block of BC keys
+ * is packed once (threads share the packing), then query blocks of BR sorted rows are
+ * handed to threads largest visible work first (dynamic, so threads end with equal
+ * work on a causal shape and on a busy machine), each sweeping all key blocks with its
+ * fp32 state in L1/L2 and merging into `state` at the end; rows of different blocks are
+ * disjoint, so there is no write sharing. Scratch: kt (nkb*d*BC floats), kp (nkb*BC),
+ * qc (nqb), per-thread scr (T * per_thread bytes), all preallocated. */
+static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt,
+                            int64_t *kp, rb_kblock *kb, rb_qcost *qc, char *scr,
+                            size_t per_thread, int T, double *state)
+{
+    const int64_t nkb = (nkc + BC - 1) / BC, nqb = (c->nq + BR - 1) / BR;
+    const int d = c->d;
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < nkb; b++) {
+            const int64_t c0 = k0 + b * BC;
+            const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
+            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, kt + (size_t)b * d * BC,
+                           kp + (size_t)b * BC, &kb[b]);
+        }
+#pragma omp for schedule(static)
+        for (int64_t qb = 0; qb < nqb; qb++) {
+            const int64_t i0 = qb * BR, i1 = i0 + BR < c->nq ? i0 + BR : c->nq;
+            int64_t cost = 0;
+            for (int64_t b = 0; b < nkb; b++)
+                if (kb[b].kmin <= c->rows[i1 - 1].pos)
+                    cost += (i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin)) *
+                            (int64_t)kb[b].cnt;
+            qc[qb].cost = cost;
+            qc[qb].qb = qb;
+        }
+#pragma omp single
+        qsort(qc, (size_t)nqb, sizeof *qc, qcost_cmp);
+
+        char *my = scr + (size_t)thread_num() * per_thread;
+        rb_rows32 st;
+        st.dp = c->dp;
+        st.acc = (float *)my;
+        st.m = (float *)(my + round64((size_t)BR * c->dp * sizeof(float)));
+        st.l = st.m + BR;
+        st.u = st.l + BR;
+        float *S = (float *)((char *)st.m + round64(3 * BR * sizeof(float)));
+        double *tmp = (double *)((char *)S + round64(RG * BC * sizeof(float)));
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < nqb; t++) {
+            if (qc[t].cost == 0)
+                continue;
+            const int64_t i0 = qc[t].qb * BR, i1 = i0 + BR < c->nq ? i0 + BR : c->nq;
+            rows32_reset(&st, i1 - i0);
+            for (int64_t b = 0; b < nkb; b++)
+                block_rows_run(c, &kb[b], i0, i1, i0, &st, S);
+            rows32_merge(c, &st, i0, i1, i0, tmp, state);
+        }
+    }
+}
+
+/* run_key_outer: the probe order for few rows and many keys. Key blocks are split
+ * into one contiguous range per thread with equal estimated work (visible rows times
+ * keys, plus the cost of streaming the block); each thread packs its blocks one at a
+ * time and runs every sorted row against it, so K and V are read once for all rows.
+ * Each thread keeps the fp32 state of all nq rows; the states are merged into `state`
+ * afterwards in thread order (deterministic). */
+static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t per_thread,
+                          int T, double *tmp, double *state)
+{
+    const int64_t nkb = (c->nk + BC - 1) / BC;
+    /* partition: cost of block b = cnt * (rows at or after its first position + 16) */
+    int64_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t run = 0;
+        int t = 1;
+        bound[0] = 0;
+        for (int64_t b = 0; b < nkb; b++) {
+            const int64_t c0 = b * BC;
+            const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
+            int64_t lo = c->k_pos[c0];
+            for (int i = 1; i < cnt; i++)
+                lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
+            run += (c->nq - rows_lower_bound(c->rows, 0, c->nq, lo) + 16) * (int64_t)cnt;
+            if (pass == 1)
+                while (t < T && run * T >= total * t)
+                    bound[t++] = b + 1;
+        }
+        if (pass == 1)
+            while (t <= T)
+                bound[t++] = nkb;
+        total = run;
+    }
+    int used = 1;
+#pragma omp parallel num_threads(T)
+    {
+        const int tid = thread_num();
+#ifdef _OPENMP
+        const int nth = omp_get_num_threads();
+#else
+        const int nth = 1;
+#endif
+        if (tid == 0)
+            used = nth;
+        char *my = scr + (size_t)tid * per_thread;
+        rb_rows32 st;
+        st.dp = c->dp;
+        st.acc = (float *)my;
+        st.m = (float *)(my + round64((size_t)c->nq * c->dp * sizeof(float)));
+        st.l = st.m + c->nq;
+        st.u = st.l + c->nq;
+        float *kt = (float *)((char *)st.m + round64(3 * (size_t)c->nq * sizeof(float)));
+        int64_t *kp = (int64_t *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
+        float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
+        rows32_reset(&st, c->nq);
+        for (int part = tid; part < T; part += nth) {
+            for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
+                const int64_t c0 = b * BC;
+                const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
+                rb_kblock blk;
+                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, kt, kp, &blk);
+                block_rows_run(c, &blk, 0, c->nq, 0, &st, S);
+            }
+        }
+    }
+    for (int t = 0; t < used; t++) {
+        char *my = scr + (size_t)t * per_thread;
+        rb_rows32 st;
+        st.dp = c->dp;
+        st.acc = (float *)my;
+        st.m = (float *)(my + round64((size_t)c->nq * c->dp * sizeof(float)));
+        st.l = st.m + c->nq;
+        st.u = st.l + c->nq;
+        rows32_merge(c, &st, 0, c->nq, 0, tmp, state);
+    }
+}
+
+/* rb_attn_tile_avx512: see rb_avx512.h. Rows are sorted by position first (an index,
+ * q is not moved) so that masked and skipped blocks follow the causal structure
+ * whatever the layout. Loop order by shape: few rows (nq <= 512) against at least
+ * twice as many keys run key-outer (K/V streamed once, the probe case); everything else
+ * query-outer, in chunks of keys whose packed K fits KPACK_MAX floats. All scratch is
+ * allocated once per call; RB_ENOMEM if that fails (state unchanged). */
+int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                        const float *v, const int64_t *k_pos, int64_t nk, int d,
+                        double scale, double *state)
+{
+    if (nq <= 0 || nk <= 0 || d <= 0)
+        return 0;
+    int rc = 0;
+    const int T = threads_max() > 0 ? threads_max() : 1;
+    const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
+    const int key_outer = nq <= 512 && nk >= 2 * nq;
+    rb_row *rows = malloc((size_t)nq * sizeof *rows);
+    char *scr = NULL;
+    float *kt = NULL;
+    int64_t *kp = NULL, *bound = NULL;
+    rb_kblock *kb = NULL;
+    rb_qcost *qc = NULL;
+    double *tmp = NULL;
+    if (!rows) {
+        rc = RB_ENOMEM;
+        goto cleanup;
+    }
+    for (int64_t i = 0; i < nq; i++) {
+        rows[i].pos = q_pos[i];
+        rows[i].idx = i;
+    }
+    qsort(rows, (size_t)nq, sizeof *rows, row_cmp);
+    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)scale, rows};
+
+    if (key_outer) {
+        const size_t per_thread = round64((size_t)nq * dp * sizeof(float)) +
+                                  round64(3 * (size_t)nq * sizeof(float)) +
+                                  round64((size_t)d * BC * sizeof(float)) +
+                                  round64(BC * sizeof(int64_t)) +
+                                  round64(RG * BC * sizeof(float));
+        scr = aligned_alloc(64, per_thread * (size_t)T);
+        bound = malloc(((size_t)T + 1) * sizeof *bound);
+        tmp = malloc(RB_STATE_STRIDE(d) * sizeof *tmp);
+        if (!scr || !bound || !tmp)
+            rc = RB_ENOMEM;
+        else
+            run_key_outer(&c, bound, scr, per_thread, T, tmp, state);
+        goto cleanup;
+    }
+
+    int64_t kc = (int64_t)(KPACK_MAX / (size_t)d) / BC * BC;
+    if (kc < BC)
+        kc = BC;
+    if (kc > nk)
+        kc = nk;
+    const int64_t nkb = (kc + BC - 1) / BC, nqb = (nq + BR - 1) / BR;
+    const size_t per_thread = round64((size_t)BR * dp * sizeof(float)) +
+                              round64(3 * BR * sizeof(float)) +
+                              round64(RG * BC * sizeof(float)) +
+                              round64(RB_STATE_STRIDE(d) * sizeof(double));
+    scr = aligned_alloc(64, per_thread * (size_t)T);
+    kt = aligned_alloc(64, round64((size_t)nkb * (size_t)d * BC * sizeof(float)));
+    kp = aligned_alloc(64, round64((size_t)nkb * BC * sizeof(int64_t)));
+    kb = malloc((size_t)nkb * sizeof *kb);
+    qc = malloc((size_t)nqb * sizeof *qc);
+    if (!scr || !kt || !kp || !kb || !qc) {
+        rc = RB_ENOMEM;
+        goto cleanup;
+    }
+    for (int64_t k0 = 0; k0 < nk; k0 += kc) {
+        const int64_t n = nk - k0 < kc ? nk - k0 : kc;
+        run_query_outer(&c, k0, n, kt, kp, kb, qc, scr, per_thread, T, state);
+    }
+cleanup:
+    free(rows);
+    free(scr);
+    free(kt);
+    free(kp);
+    free(bound);
+    free(kb);
+    free(qc);
+    free(tmp);
+    return rc;
+}
