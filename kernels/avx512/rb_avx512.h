@@ -48,8 +48,9 @@ static inline __m512 rb_exp512_ps(__m512 x)
     const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
     const __m512 ln2_hi = _mm512_set1_ps(0.693359375f);
     const __m512 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f)); /* -inf -> 0 through scalef */
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
+    /* max/min return their second operand when one is NaN: x second keeps NaN -> NaN */
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* -inf -> 0 through scalef */
+    x = _mm512_min_ps(_mm512_set1_ps(88.8f), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
