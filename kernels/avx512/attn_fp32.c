@@ -190,23 +190,27 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vb, s
     __m512 a[RG][4];
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
             a[r][w] = _mm512_load_ps(acc + (size_t)r * dp + j0 + 16 * w);
     for (int c = 0; c < cnt; c++) {
         const float *vr = vb + (size_t)c * ldv + j0;
         __m512 x[4];
+#pragma GCC unroll 4
         for (int w = 0; w < NV - 1; w++)
             x[w] = _mm512_loadu_ps(vr + 16 * w);
         x[NV - 1] = _mm512_maskz_loadu_ps(mlast, vr + 16 * (NV - 1));
 #pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
             const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
+#pragma GCC unroll 4
             for (int w = 0; w < NV; w++)
                 a[r][w] = _mm512_fmadd_ps(pb, x[w], a[r][w]);
         }
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
             _mm512_store_ps(acc + (size_t)r * dp + j0 + 16 * w, a[r][w]);
 }
