@@ -13,7 +13,7 @@
 /* Blocking: BR query rows (the unit of OpenMP work in row mode) against BC keys per
  * pair of sgemm calls. With fewer than STREAM_MAX_ROWS rows the keys are split
  * between threads instead (probe rows). */
-enum { BR = 128, BC = 256, STREAM_MAX_ROWS = 256 };
+enum { BR = 256, BC = 256, STREAM_MAX_ROWS = 256 };
 
 /* e^x in fp32 for x <= 0 (scores minus their running max), written so that compilers
  * vectorize it without ISA flags: Cody–Waite reduction x = n ln2 + r, Cephes'
@@ -66,6 +66,42 @@ static inline float times_if_nonzero(float p, float ds)
     return z;
 }
 
+/* Order-preserving integer key of a float (-inf < ... < -0 < +0 < ... < +inf), and
+ * back: integer compares do not trap, so the max below vectorizes without ISA flags
+ * (a float max loop stays scalar, and an `omp simd` max reduction goes through the
+ * stack in gcc 12). */
+static inline int32_t float_key(float x)
+{
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b ^ (int32_t)((uint32_t)(b >> 31) & 0x7FFFFFFFu);
+}
+
+/* max of n floats (-inf for n == 0 or all -inf); no NaN expected. */
+static float row_max(const float *s, int64_t n)
+{
+    int32_t mk[8];
+    for (int j = 0; j < 8; j++)
+        mk[j] = INT32_MIN;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            const int32_t key = float_key(s[i + j]);
+            mk[j] = key > mk[j] ? key : mk[j];
+        }
+    int32_t m = float_key(-INFINITY);
+    for (int j = 0; j < 8; j++)
+        m = mk[j] > m ? mk[j] : m;
+    for (; i < n; i++) {
+        const int32_t key = float_key(s[i]);
+        m = key > m ? key : m;
+    }
+    const int32_t b = m ^ (int32_t)((uint32_t)(m >> 31) & 0x7FFFFFFFu);
+    float r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
 /* The fp32 online state of BR (row mode) or all (stream mode) rows. */
 typedef struct {
     float *m, *l, *u, *acc; /* acc: rows x d */
@@ -94,10 +130,7 @@ static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64
             for (int64_t n = 0; n < bc; n++)
                 srow[n] = kp[n] <= qp ? srow[n] : -INFINITY;
         }
-        float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-        for (int64_t n = 0; n < bc; n++)
-            mx = srow[n] > mx ? srow[n] : mx;
+        const float mx = row_max(srow, bc);
         const size_t ri = (size_t)(sr0 + r);
         const float mo = st->m[ri];
         const float mn = mx > mo ? mx : mo;
