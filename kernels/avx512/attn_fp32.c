@@ -93,15 +93,27 @@ typedef struct {
 /* rb_kblock_pack: pack keys [c0, c0 + cnt) of k (rows of d floats) into kt[d][BC]
  * (64-byte aligned) with 16x16 register transposes where a whole 16x16 square exists,
  * element by element elsewhere; zero past cnt. Positions go to kp[BC] (INT64_MAX past
- * cnt); fills *b. cnt is 1..BC. */
+ * cnt); fills *b. cnt is 1..BC. When `next` is set, the K and V rows of the next full
+ * block (keys c0 + BC ..) are prefetched into L2 along the way, a few lines per
+ * transpose, so that streaming many keys overlaps memory with compute. */
 static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
-                           int cnt, int d, float *kt, int64_t *kp, rb_kblock *b)
+                           int cnt, int d, int next, float *kt, int64_t *kp, rb_kblock *b)
 {
     const float *kb = k + (size_t)c0 * (size_t)d;
     int jdone = 0;
     if (cnt == BC) {
+        /* BC*d/16 lines per matrix, d/4 transposes: BC/4 lines of K and of V each */
+        const char *pk = (const char *)(kb + (size_t)BC * (size_t)d);
+        const char *pv = (const char *)(v + (size_t)(c0 + BC) * (size_t)d);
+        size_t line = 0;
         for (; jdone + 16 <= d; jdone += 16)
             for (int p = 0; p < BC / 16; p++) {
+                if (next) {
+                    for (int i = 0; i < BC / 4; i++, line++) {
+                        _mm_prefetch(pk + 64 * line, _MM_HINT_T1);
+                        _mm_prefetch(pv + 64 * line, _MM_HINT_T1);
+                    }
+                }
                 __m512 r[16];
                 for (int i = 0; i < 16; i++)
                     r[i] = _mm512_loadu_ps(kb + (size_t)(16 * p + i) * (size_t)d + jdone);
@@ -436,8 +448,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
         for (int64_t b = 0; b < nkb; b++) {
             const int64_t c0 = k0 + b * BC;
             const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
-            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, kt + (size_t)b * d * BC,
-                           kp + (size_t)b * BC, &kb[b]);
+            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, b + 1 < nkb && c0 + 2 * BC <= k0 + nkc,
+                           kt + (size_t)b * d * BC, kp + (size_t)b * BC, &kb[b]);
         }
 #pragma omp for schedule(static)
         for (int64_t qb = 0; qb < nqb; qb++) {
@@ -534,7 +546,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                 const int64_t c0 = b * BC;
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
                 rb_kblock blk;
-                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, kt, kp, &blk);
+                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d,
+                               b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk, kt, kp, &blk);
                 block_rows_run(c, &blk, 0, c->nq, 0, &st, S);
             }
         }
