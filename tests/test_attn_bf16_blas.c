@@ -209,6 +209,9 @@ static void compare(const tparams *p, const char *against, const double *st, con
     free(out);
 }
 
+/* 1 on the second pass: only the bf16 kernel, with its AMX path turned off */
+static int bf16_only;
+
 static void run_case(tparams *p, int have_bf16)
 {
     const int d = p->d, nq = p->nq, nk = p->nk;
@@ -243,13 +246,16 @@ static void run_case(tparams *p, int have_bf16)
     tparams one = *p;
     one.calls = 1;
     run_kernel(rb_attn_tile_ref, &one, q, qp, k, v, kp, ref);
-    int rc = run_kernel(rb_attn_tile_blas, p, q, qp, k, v, kp, st);
-    check(rc == 0, "%s: returned %d", describe(p), rc);
-    if (rc == 0)
-        compare(p, "ref", st, ref, q, qp, k, kp, v, 1e-5, 1e-5, 1e-5, 1);
+    int rc = 0;
+    if (!bf16_only) {
+        rc = run_kernel(rb_attn_tile_blas, p, q, qp, k, v, kp, st);
+        check(rc == 0, "%s: returned %d", describe(p), rc);
+        if (rc == 0)
+            compare(p, "ref", st, ref, q, qp, k, kp, v, 1e-5, 1e-5, 1e-5, 1);
+    }
 
     if (have_bf16) {
-        p->kernel = "avx512_bf16";
+        p->kernel = bf16_only ? "avx512_bf16 (ROPEBENCH_BF16_AMX=0)" : "avx512_bf16";
         rc = run_kernel(rb_attn_tile_avx512_bf16, p, q, qp, k, v, kp, st);
         check(rc == 0, "%s: returned %d", describe(p), rc);
         if (rc == 0) {
@@ -290,11 +296,16 @@ int main(void)
         }
     }
 
+    /* pass 0: both kernels (bf16 on AMX where this CPU and OS allow it); pass 1: the
+     * bf16 kernel with ROPEBENCH_BF16_AMX=0, its VDPBF16PS path */
+    int ncase = 0;
+    for (bf16_only = 0; bf16_only < (have_bf16 ? 2 : 1); bf16_only++) {
+    if (bf16_only)
+        setenv("ROPEBENCH_BF16_AMX", "0", 1);
     static const int ds[] = {2, 6, 18, 64, 96, 128, 256};
     static const int nqs[] = {1, 3, 37, 257, 300};
     static const int nks[] = {1, 17, 64, 100, 333, 700};
     uint64_t seed = 12345;
-    int ncase = 0;
     for (size_t id = 0; id < sizeof ds / sizeof ds[0]; id++)
         for (size_t iq = 0; iq < sizeof nqs / sizeof nqs[0]; iq++)
             for (size_t ik = 0; ik < sizeof nks / sizeof nks[0]; ik++) {
@@ -329,6 +340,7 @@ int main(void)
             run_case(&p, have_bf16);
             ncase++;
         }
+    }
     printf("%d cases; %d passed, %d failed\n", ncase, n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -1,10 +1,13 @@
 /* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call. */
 #include "rb_avx512.h"
 
+#include <cpuid.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -44,13 +47,13 @@ typedef struct {
 
 static inline size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* Pack one row of d floats as np = ceil(d/2) bf16 pairs: out[i] = (x[2i], x[2i+1]),
- * round to nearest even, an odd d paired with 0. */
+/* Pack one row of d floats as np bf16 pairs: out[i] = (x[2i], x[2i+1]), round to
+ * nearest even; dims past d (an odd d's partner, the padding to np) are 0. */
 static void pack_row_pairs(const float *x, int d, int np, uint32_t *out)
 {
     for (int i0 = 0; i0 < np; i0 += 16) {
         const int f0 = 2 * i0;
-        const int nlo = d - f0 >= 16 ? 16 : d - f0;
+        const int nlo = d - f0 >= 16 ? 16 : (d - f0 > 0 ? d - f0 : 0);
         const int nhi = d - f0 - 16 >= 16 ? 16 : (d - f0 - 16 > 0 ? d - f0 - 16 : 0);
         const __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << nlo) - 1u), x + f0);
         const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << nhi) - 1u), x + f0 + 16);
@@ -78,7 +81,8 @@ static void pack_sb(const bf_ctx *c, int64_t sb, uint32_t *kp, uint32_t *vp)
         const float *kr = c->k + (size_t)(k0 + n) * (size_t)d;
         for (int i0 = 0; i0 < np; i0 += 256) {
             const int cnt = np - i0 >= 256 ? 256 : np - i0;
-            pack_row_pairs(kr + 2 * i0, d - 2 * i0 < 512 ? d - 2 * i0 : 512, cnt, row);
+            const int dl = d - 2 * i0 < 512 ? d - 2 * i0 : 512;
+            pack_row_pairs(kr + 2 * i0, dl > 0 ? dl : 0, cnt, row);
             for (int i = 0; i < cnt; i++)
                 kp[(size_t)(i0 + i) * SBK + n] = row[i];
         }
@@ -101,8 +105,8 @@ static void pack_sb(const bf_ctx *c, int64_t sb, uint32_t *kp, uint32_t *vp)
 }
 
 /* S = Q_g Kᵀ for the GR rows of a group (qg, stride np) and the SBK keys of a packed
- * sub-block: s[r*4 + p] holds keys 16p..16p+15 of row r (raw dot products). */
-static inline void qk_group(const uint32_t *qg, int np, const uint32_t *kp, __m512 *s)
+ * sub-block: S[r*SBK + n] is the raw dot product of row r and key n (64-aligned). */
+static inline void qk_group(const uint32_t *qg, int np, const uint32_t *kp, float *S)
 {
     __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
     __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
@@ -136,10 +140,14 @@ static inline void qk_group(const uint32_t *qg, int np, const uint32_t *kp, __m5
         a32 = _mm512_dpbf16_ps(a32, x, b2);
         a33 = _mm512_dpbf16_ps(a33, x, b3);
     }
-    s[0] = a00, s[1] = a01, s[2] = a02, s[3] = a03;
-    s[4] = a10, s[5] = a11, s[6] = a12, s[7] = a13;
-    s[8] = a20, s[9] = a21, s[10] = a22, s[11] = a23;
-    s[12] = a30, s[13] = a31, s[14] = a32, s[15] = a33;
+    _mm512_store_ps(S + 0, a00), _mm512_store_ps(S + 16, a01);
+    _mm512_store_ps(S + 32, a02), _mm512_store_ps(S + 48, a03);
+    _mm512_store_ps(S + 64, a10), _mm512_store_ps(S + 80, a11);
+    _mm512_store_ps(S + 96, a12), _mm512_store_ps(S + 112, a13);
+    _mm512_store_ps(S + 128, a20), _mm512_store_ps(S + 144, a21);
+    _mm512_store_ps(S + 160, a22), _mm512_store_ps(S + 176, a23);
+    _mm512_store_ps(S + 192, a30), _mm512_store_ps(S + 208, a31);
+    _mm512_store_ps(S + 224, a32), _mm512_store_ps(S + 240, a33);
 }
 
 /* acc[r] <- alpha[r] * acc[r] + P[r] V for the GR rows of a group: pt holds each
@@ -207,11 +215,82 @@ static inline void pv_group(const uint32_t *pt, const uint32_t *vp, int dv, floa
     }
 }
 
-/* One group of GR rows (global group g; its fp32 state rows at st, offset row0)
- * against one packed sub-block sb: skipped when fully masked, unmasked fast path
- * when every key is visible to every row, else per-lane position masks. Masked
- * lanes become -inf, so they give p = 0 and add nothing; a row that has still seen
- * no key (m = -inf) is left untouched (no -inf - -inf). */
+/* Online-softmax update of one row with the SBK raw dot products S (64-aligned) of
+ * a sub-block: scores scale*S, masked by position unless `unmasked` (lanes past
+ * nval always), new max, l and u updated in fp32 (u picks up the shift
+ * l*(m_old - m_new)), p = exp(s - m_new) written as SBPAIRS bf16 pairs to pt.
+ * Returns alpha = exp(m_old - m_new), the factor for the row's acc. Masked lanes
+ * become -inf, give p = 0 and add nothing; a row that has still seen no key
+ * (m = -inf) is left untouched with p = 0 and alpha = 1 (no -inf - -inf). */
+static inline float softmax_row(const float *S, float scale, int64_t qpos,
+                                const int64_t *kpos, int nval, int unmasked, float *m,
+                                float *l, float *u, uint32_t *pt)
+{
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512 x0 = _mm512_mul_ps(_mm512_load_ps(S), vscale);
+    __m512 x1 = _mm512_mul_ps(_mm512_load_ps(S + 16), vscale);
+    __m512 x2 = _mm512_mul_ps(_mm512_load_ps(S + 32), vscale);
+    __m512 x3 = _mm512_mul_ps(_mm512_load_ps(S + 48), vscale);
+    __mmask16 mk[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+    if (!unmasked) {
+        const __m512 ninf = _mm512_set1_ps(-INFINITY);
+        const __m512i qv = _mm512_set1_epi64(qpos);
+        for (int p = 0; p < 4; p++) {
+            const int left = nval - 16 * p;
+            const unsigned valid =
+                left >= 16 ? 0xFFFFu : (left > 0 ? (1u << left) - 1u : 0u);
+            const __mmask8 lo =
+                _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p), qv);
+            const __mmask8 hi =
+                _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p + 8), qv);
+            mk[p] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
+        }
+        x0 = _mm512_mask_mov_ps(ninf, mk[0], x0);
+        x1 = _mm512_mask_mov_ps(ninf, mk[1], x1);
+        x2 = _mm512_mask_mov_ps(ninf, mk[2], x2);
+        x3 = _mm512_mask_mov_ps(ninf, mk[3], x3);
+    }
+    const float mx =
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
+    const float mo = *m;
+    const float mn = mx > mo ? mx : mo;
+    if (mn == -INFINITY) { /* nothing seen yet, nothing visible here */
+        memset(pt, 0, SBPAIRS * sizeof pt[0]);
+        return 1.0f;
+    }
+    const float a = mo == -INFINITY ? 0.0f : expf(mo - mn);
+    const __m512 vm = _mm512_set1_ps(mn);
+    const __m512 d0 = _mm512_sub_ps(x0, vm), d1 = _mm512_sub_ps(x1, vm);
+    const __m512 d2 = _mm512_sub_ps(x2, vm), d3 = _mm512_sub_ps(x3, vm);
+    const __m512 e0 = rb_exp512_ps(d0), e1 = rb_exp512_ps(d1);
+    const __m512 e2 = rb_exp512_ps(d2), e3 = rb_exp512_ps(d3);
+    const float lsum =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(e0, e1), _mm512_add_ps(e2, e3)));
+    __m512 eu;
+    if (unmasked) {
+        eu = _mm512_mul_ps(e0, d0);
+        eu = _mm512_fmadd_ps(e1, d1, eu);
+        eu = _mm512_fmadd_ps(e2, d2, eu);
+        eu = _mm512_fmadd_ps(e3, d3, eu);
+    } else { /* masked lanes: e = 0 but d = -inf */
+        eu = _mm512_maskz_mul_ps(mk[0], e0, d0);
+        eu = _mm512_mask3_fmadd_ps(e1, d1, eu, mk[1]);
+        eu = _mm512_mask3_fmadd_ps(e2, d2, eu, mk[2]);
+        eu = _mm512_mask3_fmadd_ps(e3, d3, eu, mk[3]);
+    }
+    const float usum = _mm512_reduce_add_ps(eu);
+    const float lo = *l;
+    *u = mo == -INFINITY ? usum : a * (*u + lo * (mo - mn)) + usum;
+    *l = a * lo + lsum;
+    *m = mn;
+    _mm512_store_si512(pt, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+    _mm512_store_si512(pt + 16, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
+    return a;
+}
+
+/* One group of GR rows (global group g; its fp32 state rows from local row0)
+ * against one packed sub-block sb with VDPBF16PS: skipped when fully masked,
+ * unmasked fast path when every key is visible to every row, else position masks. */
 static void group_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
                      const uint32_t *vp, const bf_state *st, int64_t row0)
 {
@@ -219,75 +298,180 @@ static void group_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
         return;
     const int nval = c->sbval[sb];
     const int unmasked = nval == SBK && c->sbmax[sb] <= c->gqmin[g];
-    __m512 s[GR * 4];
-    qk_group(c->qp + (size_t)g * GR * (size_t)c->np, c->np, kp, s);
-
+    float S[GR * SBK] __attribute__((aligned(64)));
+    qk_group(c->qp + (size_t)g * GR * (size_t)c->np, c->np, kp, S);
     uint32_t pt[GR * SBPAIRS] __attribute__((aligned(64)));
     float alpha[GR];
-    const __m512 vscale = _mm512_set1_ps(c->scale);
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
     const int64_t *kpos = c->kposp + sb * SBK;
     for (int r = 0; r < GR; r++) {
-        __m512 x0 = _mm512_mul_ps(s[4 * r + 0], vscale);
-        __m512 x1 = _mm512_mul_ps(s[4 * r + 1], vscale);
-        __m512 x2 = _mm512_mul_ps(s[4 * r + 2], vscale);
-        __m512 x3 = _mm512_mul_ps(s[4 * r + 3], vscale);
-        __mmask16 mk[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
-        if (!unmasked) {
-            const __m512i qv = _mm512_set1_epi64(c->qposp[g * GR + r]);
-            for (int p = 0; p < 4; p++) {
-                const int left = nval - 16 * p;
-                const unsigned valid = left >= 16 ? 0xFFFFu : (left > 0 ? (1u << left) - 1u : 0u);
-                const __mmask8 lo = _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p), qv);
-                const __mmask8 hi =
-                    _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p + 8), qv);
-                mk[p] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
-            }
-            x0 = _mm512_mask_mov_ps(ninf, mk[0], x0);
-            x1 = _mm512_mask_mov_ps(ninf, mk[1], x1);
-            x2 = _mm512_mask_mov_ps(ninf, mk[2], x2);
-            x3 = _mm512_mask_mov_ps(ninf, mk[3], x3);
-        }
-        const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1),
-                                                            _mm512_max_ps(x2, x3)));
         const size_t ri = (size_t)(row0 + r);
-        const float mo = st->m[ri];
-        const float mn = mx > mo ? mx : mo;
-        if (mn == -INFINITY) { /* nothing seen yet, nothing visible here */
-            memset(pt + r * SBPAIRS, 0, SBPAIRS * sizeof pt[0]);
-            alpha[r] = 1.0f;
-            continue;
-        }
-        const float a = mo == -INFINITY ? 0.0f : expf(mo - mn);
-        const __m512 vm = _mm512_set1_ps(mn);
-        const __m512 d0 = _mm512_sub_ps(x0, vm), d1 = _mm512_sub_ps(x1, vm);
-        const __m512 d2 = _mm512_sub_ps(x2, vm), d3 = _mm512_sub_ps(x3, vm);
-        const __m512 e0 = rb_exp512_ps(d0), e1 = rb_exp512_ps(d1);
-        const __m512 e2 = rb_exp512_ps(d2), e3 = rb_exp512_ps(d3);
-        const float lsum =
-            _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(e0, e1), _mm512_add_ps(e2, e3)));
-        __m512 eu;
-        if (unmasked) {
-            eu = _mm512_mul_ps(e0, d0);
-            eu = _mm512_fmadd_ps(e1, d1, eu);
-            eu = _mm512_fmadd_ps(e2, d2, eu);
-            eu = _mm512_fmadd_ps(e3, d3, eu);
-        } else { /* masked lanes: e = 0 but d = -inf */
-            eu = _mm512_maskz_mul_ps(mk[0], e0, d0);
-            eu = _mm512_mask3_fmadd_ps(e1, d1, eu, mk[1]);
-            eu = _mm512_mask3_fmadd_ps(e2, d2, eu, mk[2]);
-            eu = _mm512_mask3_fmadd_ps(e3, d3, eu, mk[3]);
-        }
-        const float usum = _mm512_reduce_add_ps(eu);
-        const float lo = st->l[ri];
-        st->u[ri] = mo == -INFINITY ? usum : a * (st->u[ri] + lo * (mo - mn)) + usum;
-        st->l[ri] = a * lo + lsum;
-        st->m[ri] = mn;
-        alpha[r] = a;
-        _mm512_store_si512(pt + r * SBPAIRS, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
-        _mm512_store_si512(pt + r * SBPAIRS + 16, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
+        alpha[r] = softmax_row(S + r * SBK, c->scale, c->qposp[g * GR + r], kpos, nval,
+                               unmasked, st->m + ri, st->l + ri, st->u + ri,
+                               pt + r * SBPAIRS);
     }
     pv_group(pt, vp, c->dv, st->acc + (size_t)row0 * (size_t)c->dv, alpha);
+}
+
+/* ---- AMX path --------------------------------------------------------------------
+ * Where the CPU has AMX-BF16 and the OS grants the tile data state, QKᵀ and PV of a
+ * 16-row group run on TDPBF16PS (same bf16 operands and fp32 accumulation as the
+ * VDPBF16PS path; the packed layouts above are already AMX's: K's pairs of dims and
+ * V's pairs of keys interleaved). Softmax stays in AVX-512. ROPEBENCH_BF16_AMX=0
+ * turns it off. */
+enum { AG = 16 }; /* rows per AMX group: AG / GR register groups */
+
+typedef struct __attribute__((packed, aligned(64))) {
+    uint8_t palette_id, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_tilecfg;
+
+/* 1 if AMX-BF16 may be used by this process (asks the kernel once for the tile
+ * data permission; the answer is cached), 0 otherwise or if ROPEBENCH_BF16_AMX=0. */
+static int amx_usable(void)
+{
+    static int cached; /* 0 unknown, 1 yes, -1 no */
+    const char *env = getenv("ROPEBENCH_BF16_AMX");
+    if (env && env[0] == '0')
+        return 0;
+    int s = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (s == 0) {
+        s = -1;
+        unsigned int a, b, cx, dx;
+        if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid(1, &a, &b, &cx, &dx) &&
+            ((cx >> 27) & 1)) { /* OSXSAVE */
+            __cpuid_count(7, 0, a, b, cx, dx);
+            const int amx_bf16 = (dx >> 22) & 1, amx_tile = (dx >> 24) & 1;
+            unsigned int lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            const int os_tiles = ((lo >> 17) & 3u) == 3u; /* XTILECFG, XTILEDATA */
+            /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) */
+            if (amx_bf16 && amx_tile && os_tiles && syscall(SYS_arch_prctl, 0x1023, 18) == 0)
+                s = 1;
+        }
+        __atomic_store_n(&cached, s, __ATOMIC_RELEASE);
+    }
+    return s == 1;
+}
+
+/* Configure every tile as 16 rows x 64 bytes (this thread). */
+static void amx_config(void)
+{
+    amx_tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette_id = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.rows[i] = 16;
+        cfg.colsb[i] = 64;
+    }
+    /* gcc 12's _tile_loadconfig describes its operand as a smaller type, and the
+     * stores of rows/colsb were dropped as dead: pass the whole 64 bytes */
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+}
+
+__attribute__((target("amx-tile"))) static void amx_release(void) { _tile_release(); }
+
+/* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
+ * local row0) against sub-block sb, products on AMX. Tiles: 0-3 C, 4-5 A, 6-7 B. */
+__attribute__((target("amx-tile,amx-bf16"))) static void
+group16_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp, const uint32_t *vp,
+           const bf_state *st, int64_t row0)
+{
+    int64_t qmin = INT64_MAX, qmax = INT64_MIN;
+    for (int64_t j = g; j < g + AG / GR; j++) {
+        qmin = c->gqmin[j] < qmin ? c->gqmin[j] : qmin;
+        qmax = c->gqmax[j] > qmax ? c->gqmax[j] : qmax;
+    }
+    if (c->sbmin[sb] > qmax)
+        return;
+    const int nval = c->sbval[sb];
+    const int unmasked = nval == SBK && c->sbmax[sb] <= qmin;
+    const int np = c->np;
+    const size_t dv = (size_t)c->dv;
+    const uint32_t *qg = c->qp + (size_t)g * GR * (size_t)np;
+    float S[AG * SBK] __attribute__((aligned(64)));
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int ks = 0; ks < np; ks += 16) { /* 32 dims per step */
+        const uint32_t *kk = kp + (size_t)ks * SBK;
+        _tile_loadd(4, qg + ks, (size_t)np * 4);
+        _tile_loadd(6, kk, SBK * 4);
+        _tile_loadd(7, kk + 16, SBK * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(6, kk + 32, SBK * 4);
+        _tile_loadd(7, kk + 48, SBK * 4);
+        _tile_dpbf16ps(2, 4, 6);
+        _tile_dpbf16ps(3, 4, 7);
+    }
+    _tile_stored(0, S, SBK * 4);
+    _tile_stored(1, S + 16, SBK * 4);
+    _tile_stored(2, S + 32, SBK * 4);
+    _tile_stored(3, S + 48, SBK * 4);
+
+    uint32_t pt[AG * SBPAIRS] __attribute__((aligned(64)));
+    const int64_t *kpos = c->kposp + sb * SBK;
+    float *acc = st->acc + (size_t)row0 * dv;
+    for (int r = 0; r < AG; r++) {
+        const size_t ri = (size_t)(row0 + r);
+        const float a = softmax_row(S + r * SBK, c->scale, c->qposp[g * GR + r], kpos, nval,
+                                    unmasked, st->m + ri, st->l + ri, st->u + ri,
+                                    pt + r * SBPAIRS);
+        if (a != 1.0f) {
+            const __m512 va = _mm512_set1_ps(a);
+            float *o = acc + (size_t)r * dv;
+            for (size_t j = 0; j < dv; j += 16)
+                _mm512_store_ps(o + j, _mm512_mul_ps(va, _mm512_load_ps(o + j)));
+        }
+    }
+    /* acc += P V: P as two 32-key steps, 64 dims (four C tiles) at a time */
+    _tile_loadd(4, pt, SBPAIRS * 4);
+    _tile_loadd(5, pt + 16, SBPAIRS * 4);
+    const size_t vs = dv * 4, v16 = 16 * dv;
+    for (size_t c0 = 0; c0 < dv; c0 += 64) {
+        float *o = acc + c0;
+        const uint32_t *vv = vp + c0;
+        _tile_loadd(0, o, vs);
+        _tile_loadd(1, o + 16, vs);
+        _tile_loadd(2, o + 32, vs);
+        _tile_loadd(3, o + 48, vs);
+        _tile_loadd(6, vv, vs);
+        _tile_loadd(7, vv + v16, vs);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(0, 5, 7);
+        _tile_loadd(6, vv + 16, vs);
+        _tile_loadd(7, vv + v16 + 16, vs);
+        _tile_dpbf16ps(1, 4, 6);
+        _tile_dpbf16ps(1, 5, 7);
+        _tile_loadd(6, vv + 32, vs);
+        _tile_loadd(7, vv + v16 + 32, vs);
+        _tile_dpbf16ps(2, 4, 6);
+        _tile_dpbf16ps(2, 5, 7);
+        _tile_loadd(6, vv + 48, vs);
+        _tile_loadd(7, vv + v16 + 48, vs);
+        _tile_dpbf16ps(3, 4, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        _tile_stored(0, o, vs);
+        _tile_stored(1, o + 16, vs);
+        _tile_stored(2, o + 32, vs);
+        _tile_stored(3, o + 48, vs);
+    }
+}
+
+/* Register groups [g0, g1) (state rows of the group g0 from local row 0; g0 and g1
+ * multiples of AG/GR) against sub-block sb, on AMX or VDPBF16PS. */
+static void groups_sb(const bf_ctx *c, int amx, int64_t g0, int64_t g1, int64_t sb,
+                      const uint32_t *kp, const uint32_t *vp, const bf_state *st)
+{
+    if (amx) {
+        for (int64_t g = g0; g < g1; g += AG / GR)
+            group16_sb(c, g, sb, kp, vp, st, (g - g0) * GR);
+    } else {
+        for (int64_t g = g0; g < g1; g++)
+            group_sb(c, g, sb, kp, vp, st, (g - g0) * GR);
+    }
 }
 
 /* Merge nrows fp32 state rows (from local row local0) into the double state rows
@@ -354,11 +538,11 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     bf_ctx c;
     memset(&c, 0, sizeof c);
     c.d = d;
-    c.np = (d + 1) / 2;
+    c.np = (int)round_up((size_t)(d + 1) / 2, 16); /* AMX steps of 16 pairs */
     c.dv = (int)round_up((size_t)d, 64);
     c.scale = (float)scale;
     c.nq = nq;
-    c.ng = (nq + GR - 1) / GR;
+    c.ng = (int64_t)round_up((size_t)nq, AG) / GR; /* rows padded to AG */
     c.nk = nk;
     c.nsb = (nk + SBK - 1) / SBK;
     c.k = k;
@@ -366,6 +550,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     const size_t np = (size_t)c.np, dv = (size_t)c.dv;
     const size_t kp_sz = np * SBK, vp_sz = (size_t)SBPAIRS * dv; /* uint32 per SB */
     const int stream = nq <= STREAM_MAX_ROWS;
+    const int amx = amx_usable();
     int nthr = rb_kernels_threads();
     if (nthr < 1)
         nthr = 1;
@@ -488,6 +673,8 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
         float *sb_ = stbuf + (size_t)tid * st_floats;
         bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows, sb_ + round_up(strows * 3, 16)};
         double *tmpt = tmp + (size_t)tid * RB_STATE_STRIDE(d);
+        if (amx)
+            amx_config();
 
         /* q rows to bf16 pairs (padded rows repeat the last real row) */
 #pragma omp for schedule(static)
@@ -517,11 +704,9 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                         kbmin = sbmin[sb] < kbmin ? sbmin[sb] : kbmin;
                     if (kbmin > bqmax)
                         continue;
-                    for (int64_t g = g0; g < g1; g++)
-                        for (int64_t sb = kb; sb < kb1; sb++)
-                            group_sb(&c, g, sb, kvp + (size_t)sb * kp_sz,
-                                     kvp + (size_t)c.nsb * kp_sz + (size_t)sb * vp_sz, &st,
-                                     (g - g0) * GR);
+                    for (int64_t sb = kb; sb < kb1; sb++)
+                        groups_sb(&c, amx, g0, g1, sb, kvp + (size_t)sb * kp_sz,
+                                  kvp + (size_t)c.nsb * kp_sz + (size_t)sb * vp_sz, &st);
                 }
                 const int64_t r0 = g0 * GR;
                 const int64_t r1 = g1 * GR < nq ? g1 * GR : nq;
@@ -537,12 +722,13 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                 for (int64_t sb = kb; sb < kb1; sb++)
                     pack_sb(&c, sb, kpt + (size_t)(sb - kb) * kp_sz,
                             vpt + (size_t)(sb - kb) * vp_sz);
-                for (int64_t g = 0; g < c.ng; g++)
-                    for (int64_t sb = kb; sb < kb1; sb++)
-                        group_sb(&c, g, sb, kpt + (size_t)(sb - kb) * kp_sz,
-                                 vpt + (size_t)(sb - kb) * vp_sz, &st, g * GR);
+                for (int64_t sb = kb; sb < kb1; sb++)
+                    groups_sb(&c, amx, 0, c.ng, sb, kpt + (size_t)(sb - kb) * kp_sz,
+                              vpt + (size_t)(sb - kb) * vp_sz, &st);
             }
         }
+        if (amx)
+            amx_release();
     }
     if (stream) {
         /* merge the per-thread states in thread order: deterministic */
