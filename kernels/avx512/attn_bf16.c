@@ -371,6 +371,119 @@ static void amx_config(void)
 
 __attribute__((target("amx-tile"))) static void amx_release(void) { _tile_release(); }
 
+/* Transposed horizontal reductions: lane r of the result is the max (sum) of the 16
+ * lanes of v[r]. Four shuffle levels (46 operations for 16 rows instead of ~130 for
+ * 16 separate reductions); after them lane 4*b + t holds row 4*t + b, undone by
+ * one permute. */
+#define RB_HREDUCE16(name, op)                                                            \
+    static inline __m512 name(const __m512 *v)                                            \
+    {                                                                                     \
+        __m512 w[8], x[4], y[2];                                                          \
+        for (int i = 0; i < 8; i++)                                                       \
+            w[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)), \
+                      _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2))); \
+        for (int i = 0; i < 4; i++)                                                       \
+            x[i] = op(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)), \
+                      _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1))); \
+        for (int i = 0; i < 2; i++)                                                       \
+            y[i] = op(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),  \
+                      _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));  \
+        const __m512 z = op(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),        \
+                            _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));        \
+        const __m512i idx =                                                               \
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);      \
+        return _mm512_permutexvar_ps(idx, z);                                             \
+    }
+RB_HREDUCE16(hmax16, _mm512_max_ps)
+RB_HREDUCE16(hsum16, _mm512_add_ps)
+#undef RB_HREDUCE16
+
+/* softmax_row for the AG rows of an AMX group at once (same semantics): S holds the
+ * raw dots (AG x SBK, 64-aligned) and is overwritten with the masked scores; qpos,
+ * m, l, u, alpha are AG consecutive entries; pt gets AG rows of SBPAIRS pairs. The
+ * row maxima and sums are reduced 16 rows at a time, and alpha by one vector exp. */
+static inline void softmax_rows16(float *S, float scale, const int64_t *qpos,
+                                  const int64_t *kpos, int nval, int unmasked, float *m,
+                                  float *l, float *u, uint32_t *pt, float *alpha)
+{
+    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 rv[AG];
+    for (int r = 0; r < AG; r++) {
+        float *sr = S + r * SBK;
+        __m512 x0 = _mm512_mul_ps(_mm512_load_ps(sr), vscale);
+        __m512 x1 = _mm512_mul_ps(_mm512_load_ps(sr + 16), vscale);
+        __m512 x2 = _mm512_mul_ps(_mm512_load_ps(sr + 32), vscale);
+        __m512 x3 = _mm512_mul_ps(_mm512_load_ps(sr + 48), vscale);
+        if (!unmasked) {
+            const __m512i qv = _mm512_set1_epi64(qpos[r]);
+            __mmask16 mk[4];
+            for (int p = 0; p < 4; p++) {
+                const int left = nval - 16 * p;
+                const unsigned valid =
+                    left >= 16 ? 0xFFFFu : (left > 0 ? (1u << left) - 1u : 0u);
+                const __mmask8 lo =
+                    _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p), qv);
+                const __mmask8 hi =
+                    _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p + 8), qv);
+                mk[p] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
+            }
+            x0 = _mm512_mask_mov_ps(ninf, mk[0], x0);
+            x1 = _mm512_mask_mov_ps(ninf, mk[1], x1);
+            x2 = _mm512_mask_mov_ps(ninf, mk[2], x2);
+            x3 = _mm512_mask_mov_ps(ninf, mk[3], x3);
+        }
+        _mm512_store_ps(sr, x0);
+        _mm512_store_ps(sr + 16, x1);
+        _mm512_store_ps(sr + 32, x2);
+        _mm512_store_ps(sr + 48, x3);
+        rv[r] = _mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3));
+    }
+    const __m512 mo = _mm512_loadu_ps(m);
+    const __m512 mn = _mm512_max_ps(mo, hmax16(rv));
+    const __mmask16 seen = _mm512_cmp_ps_mask(mn, ninf, _CMP_NEQ_OQ);
+    const __mmask16 had = _mm512_cmp_ps_mask(mo, ninf, _CMP_NEQ_OQ);
+    /* shift m_old - m_new where there was a state, else 0 (alpha 1, no -inf - -inf);
+     * rows that see nothing subtract 0 from their -inf scores: p = 0 */
+    const __m512 dmo = _mm512_maskz_sub_ps(had, mo, mn);
+    const __m512 a = rb_exp512_ps(dmo);
+    float mnv[AG] __attribute__((aligned(64)));
+    _mm512_store_ps(mnv, _mm512_maskz_mov_ps(seen, mn));
+    __m512 ls[AG], us[AG];
+    for (int r = 0; r < AG; r++) {
+        const float *sr = S + r * SBK;
+        const __m512 vm = _mm512_set1_ps(mnv[r]);
+        const __m512 x0 = _mm512_load_ps(sr), x1 = _mm512_load_ps(sr + 16);
+        const __m512 x2 = _mm512_load_ps(sr + 32), x3 = _mm512_load_ps(sr + 48);
+        const __m512 d0 = _mm512_sub_ps(x0, vm), d1 = _mm512_sub_ps(x1, vm);
+        const __m512 d2 = _mm512_sub_ps(x2, vm), d3 = _mm512_sub_ps(x3, vm);
+        const __m512 e0 = rb_exp512_ps(d0), e1 = rb_exp512_ps(d1);
+        const __m512 e2 = rb_exp512_ps(d2), e3 = rb_exp512_ps(d3);
+        ls[r] = _mm512_add_ps(_mm512_add_ps(e0, e1), _mm512_add_ps(e2, e3));
+        __m512 eu;
+        if (unmasked) {
+            eu = _mm512_mul_ps(e0, d0);
+            eu = _mm512_fmadd_ps(e1, d1, eu);
+            eu = _mm512_fmadd_ps(e2, d2, eu);
+            eu = _mm512_fmadd_ps(e3, d3, eu);
+        } else { /* masked lanes: e = 0 but d = -inf */
+            eu = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x0, ninf, _CMP_NEQ_OQ), e0, d0);
+            eu = _mm512_mask3_fmadd_ps(e1, d1, eu, _mm512_cmp_ps_mask(x1, ninf, _CMP_NEQ_OQ));
+            eu = _mm512_mask3_fmadd_ps(e2, d2, eu, _mm512_cmp_ps_mask(x2, ninf, _CMP_NEQ_OQ));
+            eu = _mm512_mask3_fmadd_ps(e3, d3, eu, _mm512_cmp_ps_mask(x3, ninf, _CMP_NEQ_OQ));
+        }
+        us[r] = eu;
+        _mm512_store_si512(pt + r * SBPAIRS, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+        _mm512_store_si512(pt + r * SBPAIRS + 16, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
+    }
+    const __m512 lo = _mm512_loadu_ps(l), uo = _mm512_loadu_ps(u);
+    /* l = a l + L; u = a (u + l (m_old - m_new)) + U; rows without a state: a = 1 and
+     * l = u = 0, rows that saw nothing: L = U = 0 */
+    _mm512_storeu_ps(l, _mm512_fmadd_ps(a, lo, hsum16(ls)));
+    _mm512_storeu_ps(u, _mm512_fmadd_ps(a, _mm512_fmadd_ps(lo, dmo, uo), hsum16(us)));
+    _mm512_storeu_ps(m, mn);
+    _mm512_store_ps(alpha, a);
+}
+
 /* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
  * local row0) against sub-block sb, products on AMX. Tiles: 0-3 C, 4-5 A, 6-7 B. */
 __attribute__((target("amx-tile,amx-bf16"))) static void
@@ -412,15 +525,13 @@ group16_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp, const uin
     _tile_stored(3, S + 48, SBK * 4);
 
     uint32_t pt[AG * SBPAIRS] __attribute__((aligned(64)));
-    const int64_t *kpos = c->kposp + sb * SBK;
+    float alpha[AG] __attribute__((aligned(64)));
     float *acc = st->acc + (size_t)row0 * dv;
+    softmax_rows16(S, c->scale, c->qposp + g * GR, c->kposp + sb * SBK, nval, unmasked,
+                   st->m + row0, st->l + row0, st->u + row0, pt, alpha);
     for (int r = 0; r < AG; r++) {
-        const size_t ri = (size_t)(row0 + r);
-        const float a = softmax_row(S + r * SBK, c->scale, c->qposp[g * GR + r], kpos, nval,
-                                    unmasked, st->m + ri, st->l + ri, st->u + ri,
-                                    pt + r * SBPAIRS);
-        if (a != 1.0f) {
-            const __m512 va = _mm512_set1_ps(a);
+        if (alpha[r] != 1.0f) {
+            const __m512 va = _mm512_set1_ps(alpha[r]);
             float *o = acc + (size_t)r * dv;
             for (size_t j = 0; j < dv; j += 16)
                 _mm512_store_ps(o + j, _mm512_mul_ps(va, _mm512_load_ps(o + j)));
