@@ -20,7 +20,7 @@ enum {
     GR = 4,
     SBK = 64,
     SBPAIRS = SBK / 2,
-    QB_GROUPS = 16,
+    QB_GROUPS = 64,
     KB_SBS = 4,
     STREAM_MAX_ROWS = 256 /* at most this many rows: stream K/V, split keys */
 };
