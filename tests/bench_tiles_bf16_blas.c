@@ -1,7 +1,8 @@
 /* bench_tiles_bf16_blas.c — private micro-benchmark (not a test) of the tile kernels: causal GFLOP/s at d=128, L=4096/16384 on 1 and 2 threads, and probe-row K/V bandwidth; best of a few short runs.
  *
  * Usage: bench_tiles_bf16_blas [kernel[:dtype] ...] [-L len] [-r reps] [-t threads]
- *        [-p probe_keys]   (kernels by dispatch name; default: avx512_bf16 avx512 blas)
+ *        [-p probe_keys [-n probe_rows]] [-d head_dim]
+ *        (kernels by dispatch name; default: avx512_bf16 avx512 blas)
  * GFLOP/s counts causal attention as 2 L^2 d (QKᵀ + PV over the visible half); the
  * rate per CPU-second (process CPU time) is also given, steadier on a busy machine. */
 #include "rb_kernels.h"
@@ -100,7 +101,7 @@ static double time_probe(rb_attn_tile_fn fn, int nq, int nk, int d, int reps)
 int main(int argc, char **argv)
 {
     const char *names[8];
-    int nn = 0, reps = 3, only_L = 0, only_t = 0, probe_keys = 0, d = 128;
+    int nn = 0, reps = 3, only_L = 0, only_t = 0, probe_keys = 0, probe_rows = 64, d = 128;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-L") && i + 1 < argc)
             only_L = atoi(argv[++i]);
@@ -110,6 +111,8 @@ int main(int argc, char **argv)
             only_t = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-p") && i + 1 < argc)
             probe_keys = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+            probe_rows = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-d") && i + 1 < argc)
             d = atoi(argv[++i]);
         else if (nn < 8)
@@ -134,13 +137,13 @@ int main(int argc, char **argv)
                 continue;
             rb_kernels_set_threads(t);
             if (probe_keys > 0) {
-                const int nq = 64;
+                const int nq = probe_rows;
                 double s = time_probe(ops.tile, nq, probe_keys, d, reps);
                 double bytes = 2.0 * probe_keys * d * sizeof(float);
                 printf("%-12s d %3d probe %4d rows x %8d keys threads %d  best %8.4f s  "
-                       "%7.2f GB/s K+V  %7.2f GFLOP/s\n",
+                       "%7.2f GB/s K+V  %7.2f GFLOP/s  (%7.2f GB per CPU-second)\n",
                        names[ki], d, nq, probe_keys, t, s, bytes / s / 1e9,
-                       4.0 * nq * probe_keys * d / s / 1e9);
+                       4.0 * nq * probe_keys * d / s / 1e9, bytes / best_cpu / 1e9);
                 continue;
             }
             for (size_t li = 0; li < sizeof Ls / sizeof Ls[0]; li++) {

@@ -63,30 +63,70 @@ static void pack_row_pairs(const float *x, int d, int np, uint32_t *out)
     }
 }
 
+/* Transpose 16 rows of 16 32-bit elements in place (r[i][j] -> r[j][i]). */
+static inline void transpose16_epi32(__m512i *r)
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + c], 128-bit lane L: element 4L + c of rows 4i .. 4i+3 */
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* 4x4 transpose of 128-bit lanes for each c */
+    for (int c = 0; c < 4; c++) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+        r[c] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(2, 0, 2, 0));
+        r[8 + c] = _mm512_shuffle_i32x4(v0, v2, _MM_SHUFFLE(3, 1, 3, 1));
+        r[4 + c] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(2, 0, 2, 0));
+        r[12 + c] = _mm512_shuffle_i32x4(v1, v3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* The 16 bf16 pairs i0 .. i0+15 of a row of d floats (dims past d are 0). */
+static inline __m512i row_pairs16(const float *x, int d, int i0)
+{
+    const int f0 = 2 * i0;
+    const int nlo = d - f0 >= 16 ? 16 : (d - f0 > 0 ? d - f0 : 0);
+    const int nhi = d - f0 - 16 >= 16 ? 16 : (d - f0 - 16 > 0 ? d - f0 - 16 : 0);
+    const __m512 lo = _mm512_maskz_loadu_ps((__mmask16)((1u << nlo) - 1u), x + f0);
+    const __m512 hi = _mm512_maskz_loadu_ps((__mmask16)((1u << nhi) - 1u), x + f0 + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
 /* Pack sub-block sb of K and V. kp[i*SBK + n] = pair i of key n (keys in lanes, for
- * QKᵀ); vp[t*dv + j] = (v[2t][j], v[2t+1][j]) (consecutive keys interleaved, for
- * PV). Keys past nk and dims past d are zero. */
+ * QKᵀ; 16x16 blocks transposed in registers); vp[t*dv + j] = (v[2t][j], v[2t+1][j])
+ * (consecutive keys interleaved, for PV). Keys past nk and dims past d are zero. */
 static void pack_sb(const bf_ctx *c, int64_t sb, uint32_t *kp, uint32_t *vp)
 {
     const int d = c->d, np = c->np, dv = c->dv;
     const int64_t k0 = sb * SBK;
     const int nval = c->sbval[sb];
-    uint32_t row[512 / 2 + 16]; /* pairs of one key row, in chunks */
-    for (int n = 0; n < SBK; n++) {
-        if (n >= nval) {
-            for (int i = 0; i < np; i++)
-                kp[(size_t)i * SBK + n] = 0;
-            continue;
-        }
-        const float *kr = c->k + (size_t)(k0 + n) * (size_t)d;
-        for (int i0 = 0; i0 < np; i0 += 256) {
-            const int cnt = np - i0 >= 256 ? 256 : np - i0;
-            const int dl = d - 2 * i0 < 512 ? d - 2 * i0 : 512;
-            pack_row_pairs(kr + 2 * i0, dl > 0 ? dl : 0, cnt, row);
-            for (int i = 0; i < cnt; i++)
-                kp[(size_t)(i0 + i) * SBK + n] = row[i];
+    for (int p = 0; p < SBK / 16; p++) {
+        for (int i0 = 0; i0 < np; i0 += 16) { /* np is a multiple of 16 */
+            __m512i r[16];
+            for (int n = 0; n < 16; n++) {
+                const int key = 16 * p + n;
+                r[n] = key < nval ? row_pairs16(c->k + (size_t)(k0 + key) * (size_t)d, d, i0)
+                                  : _mm512_setzero_si512();
+            }
+            transpose16_epi32(r);
+            for (int j = 0; j < 16; j++)
+                _mm512_store_si512(kp + (size_t)(i0 + j) * SBK + 16 * p, r[j]);
         }
     }
+    /* (a_j, b_j) interleaved: 16-bit lane 2j takes a_j (0..15), 2j+1 takes b_j (16..31) */
+    const __m512i ilv = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
+                                         9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
+                                         17, 1, 16, 0);
     for (int t = 0; t < SBPAIRS; t++) {
         const int n0 = 2 * t, n1 = 2 * t + 1;
         const float *v0 = n0 < nval ? c->v + (size_t)(k0 + n0) * (size_t)d : NULL;
@@ -97,9 +137,8 @@ static void pack_sb(const bf_ctx *c, int64_t sb, uint32_t *kp, uint32_t *vp)
             const __mmask16 mk = (__mmask16)((1u << cnt) - 1u);
             const __m512 a = v0 ? _mm512_maskz_loadu_ps(mk, v0 + j) : _mm512_setzero_ps();
             const __m512 b = v1 ? _mm512_maskz_loadu_ps(mk, v1 + j) : _mm512_setzero_ps();
-            const __m512i ab = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
-            const __m512i bb = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
-            _mm512_storeu_si512(o + j, _mm512_or_si512(ab, _mm512_slli_epi32(bb, 16)));
+            const __m512i ab = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+            _mm512_store_si512(o + j, _mm512_permutexvar_epi16(ilv, ab));
         }
     }
 }
