@@ -254,103 +254,6 @@ static inline void pv_group(const uint32_t *pt, const uint32_t *vp, int dv, floa
     }
 }
 
-/* Online-softmax update of one row with the SBK raw dot products S (64-aligned) of
- * a sub-block: scores scale*S, masked by position unless `unmasked` (lanes past
- * nval always), new max, l and u updated in fp32 (u picks up the shift
- * l*(m_old - m_new)), p = exp(s - m_new) written as SBPAIRS bf16 pairs to pt.
- * Returns alpha = exp(m_old - m_new), the factor for the row's acc. Masked lanes
- * become -inf, give p = 0 and add nothing; a row that has still seen no key
- * (m = -inf) is left untouched with p = 0 and alpha = 1 (no -inf - -inf). */
-static inline float softmax_row(const float *S, float scale, int64_t qpos,
-                                const int64_t *kpos, int nval, int unmasked, float *m,
-                                float *l, float *u, uint32_t *pt)
-{
-    const __m512 vscale = _mm512_set1_ps(scale);
-    __m512 x0 = _mm512_mul_ps(_mm512_load_ps(S), vscale);
-    __m512 x1 = _mm512_mul_ps(_mm512_load_ps(S + 16), vscale);
-    __m512 x2 = _mm512_mul_ps(_mm512_load_ps(S + 32), vscale);
-    __m512 x3 = _mm512_mul_ps(_mm512_load_ps(S + 48), vscale);
-    __mmask16 mk[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
-    if (!unmasked) {
-        const __m512 ninf = _mm512_set1_ps(-INFINITY);
-        const __m512i qv = _mm512_set1_epi64(qpos);
-        for (int p = 0; p < 4; p++) {
-            const int left = nval - 16 * p;
-            const unsigned valid =
-                left >= 16 ? 0xFFFFu : (left > 0 ? (1u << left) - 1u : 0u);
-            const __mmask8 lo =
-                _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p), qv);
-            const __mmask8 hi =
-                _mm512_cmple_epi64_mask(_mm512_loadu_si512(kpos + 16 * p + 8), qv);
-            mk[p] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
-        }
-        x0 = _mm512_mask_mov_ps(ninf, mk[0], x0);
-        x1 = _mm512_mask_mov_ps(ninf, mk[1], x1);
-        x2 = _mm512_mask_mov_ps(ninf, mk[2], x2);
-        x3 = _mm512_mask_mov_ps(ninf, mk[3], x3);
-    }
-    const float mx =
-        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3)));
-    const float mo = *m;
-    const float mn = mx > mo ? mx : mo;
-    if (mn == -INFINITY) { /* nothing seen yet, nothing visible here */
-        memset(pt, 0, SBPAIRS * sizeof pt[0]);
-        return 1.0f;
-    }
-    const float a = mo == -INFINITY ? 0.0f : expf(mo - mn);
-    const __m512 vm = _mm512_set1_ps(mn);
-    const __m512 d0 = _mm512_sub_ps(x0, vm), d1 = _mm512_sub_ps(x1, vm);
-    const __m512 d2 = _mm512_sub_ps(x2, vm), d3 = _mm512_sub_ps(x3, vm);
-    const __m512 e0 = rb_exp512_ps(d0), e1 = rb_exp512_ps(d1);
-    const __m512 e2 = rb_exp512_ps(d2), e3 = rb_exp512_ps(d3);
-    const float lsum =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(e0, e1), _mm512_add_ps(e2, e3)));
-    __m512 eu;
-    if (unmasked) {
-        eu = _mm512_mul_ps(e0, d0);
-        eu = _mm512_fmadd_ps(e1, d1, eu);
-        eu = _mm512_fmadd_ps(e2, d2, eu);
-        eu = _mm512_fmadd_ps(e3, d3, eu);
-    } else { /* masked lanes: e = 0 but d = -inf */
-        eu = _mm512_maskz_mul_ps(mk[0], e0, d0);
-        eu = _mm512_mask3_fmadd_ps(e1, d1, eu, mk[1]);
-        eu = _mm512_mask3_fmadd_ps(e2, d2, eu, mk[2]);
-        eu = _mm512_mask3_fmadd_ps(e3, d3, eu, mk[3]);
-    }
-    const float usum = _mm512_reduce_add_ps(eu);
-    const float lo = *l;
-    *u = mo == -INFINITY ? usum : a * (*u + lo * (mo - mn)) + usum;
-    *l = a * lo + lsum;
-    *m = mn;
-    _mm512_store_si512(pt, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
-    _mm512_store_si512(pt + 16, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
-    return a;
-}
-
-/* One group of GR rows (global group g; its fp32 state rows from local row0)
- * against one packed sub-block sb with VDPBF16PS: skipped when fully masked,
- * unmasked fast path when every key is visible to every row, else position masks. */
-static void group_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
-                     const uint32_t *vp, const bf_state *st, int64_t row0)
-{
-    if (c->sbmin[sb] > c->gqmax[g])
-        return;
-    const int nval = c->sbval[sb];
-    const int unmasked = nval == SBK && c->sbmax[sb] <= c->gqmin[g];
-    float S[GR * SBK] __attribute__((aligned(64)));
-    qk_group(c->qp + (size_t)g * GR * (size_t)c->np, c->np, kp, S);
-    uint32_t pt[GR * SBPAIRS] __attribute__((aligned(64)));
-    float alpha[GR];
-    const int64_t *kpos = c->kposp + sb * SBK;
-    for (int r = 0; r < GR; r++) {
-        const size_t ri = (size_t)(row0 + r);
-        alpha[r] = softmax_row(S + r * SBK, c->scale, c->qposp[g * GR + r], kpos, nval,
-                               unmasked, st->m + ri, st->l + ri, st->u + ri,
-                               pt + r * SBPAIRS);
-    }
-    pv_group(pt, vp, c->dv, st->acc + (size_t)row0 * (size_t)c->dv, alpha);
-}
-
 /* ---- AMX path --------------------------------------------------------------------
  * Where the CPU has AMX-BF16 and the OS grants the tile data state, QKᵀ and PV of a
  * 16-row group run on TDPBF16PS (same bf16 operands and fp32 accumulation as the
@@ -437,10 +340,16 @@ RB_HREDUCE16(hmax16, _mm512_max_ps)
 RB_HREDUCE16(hsum16, _mm512_add_ps)
 #undef RB_HREDUCE16
 
-/* softmax_row for the AG rows of an AMX group at once (same semantics): S holds the
- * raw dots (AG x SBK, 64-aligned) and is overwritten with the masked scores; qpos,
- * m, l, u, alpha are AG consecutive entries; pt gets AG rows of SBPAIRS pairs. The
- * row maxima and sums are reduced 16 rows at a time, and alpha by one vector exp. */
+/* Online-softmax update of AG consecutive rows with the SBK raw dot products of a
+ * sub-block each (S: AG x SBK, 64-aligned; overwritten with the masked scores):
+ * scores scale*S, masked by position unless `unmasked` (lanes past nval always), new
+ * max, l and u updated in fp32 (u picks up the shift l*(m_old - m_new)),
+ * p = exp(s - m_new) written as SBPAIRS bf16 pairs per row to pt, and
+ * alpha = exp(m_old - m_new), the factor for each row's acc. qpos, m, l, u and alpha
+ * are AG consecutive entries. Masked lanes become -inf, give p = 0 and add nothing;
+ * a row that has still seen no key (m = -inf) is left as it is with p = 0 and
+ * alpha = 1 (no -inf - -inf). Row maxima and sums are reduced 16 rows at a time,
+ * alpha by one vector exp. */
 static inline void softmax_rows16(float *S, float scale, const int64_t *qpos,
                                   const int64_t *kpos, int nval, int unmasked, float *m,
                                   float *l, float *u, uint32_t *pt, float *alpha)
@@ -521,6 +430,35 @@ static inline void softmax_rows16(float *S, float scale, const int64_t *qpos,
     _mm512_storeu_ps(u, _mm512_fmadd_ps(a, _mm512_fmadd_ps(lo, dmo, uo), hsum16(us)));
     _mm512_storeu_ps(m, mn);
     _mm512_store_ps(alpha, a);
+}
+
+/* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
+ * local row0) against one packed sub-block sb with VDPBF16PS: GR rows at a time for
+ * the products, AG rows at once for the softmax. Skipped when fully masked, unmasked
+ * fast path when every key is visible to every row, else position masks. */
+static void group16_dp(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
+                       const uint32_t *vp, const bf_state *st, int64_t row0)
+{
+    int64_t qmin = INT64_MAX, qmax = INT64_MIN;
+    for (int64_t j = g; j < g + AG / GR; j++) {
+        qmin = c->gqmin[j] < qmin ? c->gqmin[j] : qmin;
+        qmax = c->gqmax[j] > qmax ? c->gqmax[j] : qmax;
+    }
+    if (c->sbmin[sb] > qmax)
+        return;
+    const int nval = c->sbval[sb];
+    const int unmasked = nval == SBK && c->sbmax[sb] <= qmin;
+    const size_t np = (size_t)c->np, dv = (size_t)c->dv;
+    float S[AG * SBK] __attribute__((aligned(64)));
+    for (int j = 0; j < AG / GR; j++)
+        qk_group(c->qp + (size_t)(g + j) * GR * np, c->np, kp, S + j * GR * SBK);
+    uint32_t pt[AG * SBPAIRS] __attribute__((aligned(64)));
+    float alpha[AG] __attribute__((aligned(64)));
+    softmax_rows16(S, c->scale, c->qposp + g * GR, c->kposp + sb * SBK, nval, unmasked,
+                   st->m + row0, st->l + row0, st->u + row0, pt, alpha);
+    for (int j = 0; j < AG / GR; j++)
+        pv_group(pt + j * GR * SBPAIRS, vp, c->dv, st->acc + (size_t)(row0 + j * GR) * dv,
+                 alpha + j * GR);
 }
 
 /* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
@@ -615,12 +553,11 @@ group16_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp, const uin
 static void groups_sb(const bf_ctx *c, int amx, int64_t g0, int64_t g1, int64_t sb,
                       const uint32_t *kp, const uint32_t *vp, const bf_state *st)
 {
-    if (amx) {
-        for (int64_t g = g0; g < g1; g += AG / GR)
+    for (int64_t g = g0; g < g1; g += AG / GR) {
+        if (amx)
             group16_sb(c, g, sb, kp, vp, st, (g - g0) * GR);
-    } else {
-        for (int64_t g = g0; g < g1; g++)
-            group_sb(c, g, sb, kp, vp, st, (g - g0) * GR);
+        else
+            group16_dp(c, g, sb, kp, vp, st, (g - g0) * GR);
     }
 }
 
