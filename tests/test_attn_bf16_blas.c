@@ -269,43 +269,14 @@ static void run_case(tparams *p, int have_bf16)
     free(qp), free(kp), free(ref), free(st);
 }
 
-int main(void)
+/* The grid of shapes, positions, logits, threads and calls; returns the case count. */
+static int run_grid(int have_bf16)
 {
-    rb_cpu_info ci;
-    rb_cpu_detect(&ci);
-    const int have_bf16 = ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq &&
-                          ci.os_zmm && ci.avx512_bf16;
-    if (!have_bf16)
-        printf("note: no AVX512_BF16 here, only the blas kernel is tested\n");
-
-    /* nq == 0 / nk == 0 are no-ops */
-    {
-        double st[3 + 4];
-        rb_state_init(st, 1, 4);
-        float x[4] = {1, 2, 3, 4};
-        int64_t pos = 0;
-        int rc = rb_attn_tile_blas(x, &pos, 1, x, x, &pos, 0, 4, 1.0, st);
-        check(rc == 0 && st[0] == -INFINITY, "blas: nk == 0 changed the state");
-        rc = rb_attn_tile_blas(x, &pos, 0, x, x, &pos, 1, 4, 1.0, st);
-        check(rc == 0 && st[0] == -INFINITY, "blas: nq == 0 changed the state");
-        if (have_bf16) {
-            rc = rb_attn_tile_avx512_bf16(x, &pos, 1, x, x, &pos, 0, 4, 1.0, st);
-            check(rc == 0 && st[0] == -INFINITY, "avx512_bf16: nk == 0 changed the state");
-            rc = rb_attn_tile_avx512_bf16(x, &pos, 0, x, x, &pos, 1, 4, 1.0, st);
-            check(rc == 0 && st[0] == -INFINITY, "avx512_bf16: nq == 0 changed the state");
-        }
-    }
-
-    /* pass 0: both kernels (bf16 on AMX where this CPU and OS allow it); pass 1: the
-     * bf16 kernel with ROPEBENCH_BF16_AMX=0, its VDPBF16PS path */
+    uint64_t seed = 12345;
     int ncase = 0;
-    for (bf16_only = 0; bf16_only < (have_bf16 ? 2 : 1); bf16_only++) {
-    if (bf16_only)
-        setenv("ROPEBENCH_BF16_AMX", "0", 1);
     static const int ds[] = {2, 6, 18, 64, 96, 128, 256};
     static const int nqs[] = {1, 3, 37, 257, 300};
     static const int nks[] = {1, 17, 64, 100, 333, 700};
-    uint64_t seed = 12345;
     for (size_t id = 0; id < sizeof ds / sizeof ds[0]; id++)
         for (size_t iq = 0; iq < sizeof nqs / sizeof nqs[0]; iq++)
             for (size_t ik = 0; ik < sizeof nks / sizeof nks[0]; ik++) {
@@ -340,6 +311,56 @@ int main(void)
             run_case(&p, have_bf16);
             ncase++;
         }
+    /* probe-like: more than 256 rows, 16x as many keys (stream mode) */
+    for (int pm = 0; pm < POS_COUNT; pm += 2) {
+        tparams p = {0};
+        p.d = 64;
+        p.nq = 280;
+        p.nk = 4500;
+        p.posmode = pm;
+        p.threads = 2;
+        p.calls = 1;
+        p.seed = seed++;
+        run_case(&p, have_bf16);
+        ncase++;
+    }
+    return ncase;
+}
+
+int main(void)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    const int have_bf16 = ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq &&
+                          ci.os_zmm && ci.avx512_bf16;
+    if (!have_bf16)
+        printf("note: no AVX512_BF16 here, only the blas kernel is tested\n");
+
+    /* nq == 0 / nk == 0 are no-ops */
+    {
+        double st[3 + 4];
+        rb_state_init(st, 1, 4);
+        float x[4] = {1, 2, 3, 4};
+        int64_t pos = 0;
+        int rc = rb_attn_tile_blas(x, &pos, 1, x, x, &pos, 0, 4, 1.0, st);
+        check(rc == 0 && st[0] == -INFINITY, "blas: nk == 0 changed the state");
+        rc = rb_attn_tile_blas(x, &pos, 0, x, x, &pos, 1, 4, 1.0, st);
+        check(rc == 0 && st[0] == -INFINITY, "blas: nq == 0 changed the state");
+        if (have_bf16) {
+            rc = rb_attn_tile_avx512_bf16(x, &pos, 1, x, x, &pos, 0, 4, 1.0, st);
+            check(rc == 0 && st[0] == -INFINITY, "avx512_bf16: nk == 0 changed the state");
+            rc = rb_attn_tile_avx512_bf16(x, &pos, 0, x, x, &pos, 1, 4, 1.0, st);
+            check(rc == 0 && st[0] == -INFINITY, "avx512_bf16: nq == 0 changed the state");
+        }
+    }
+
+    /* pass 0: both kernels (bf16 on AMX where this CPU and OS allow it); pass 1: the
+     * bf16 kernel with ROPEBENCH_BF16_AMX=0, its VDPBF16PS path */
+    int ncase = 0;
+    for (bf16_only = 0; bf16_only < (have_bf16 ? 2 : 1); bf16_only++) {
+        if (bf16_only)
+            setenv("ROPEBENCH_BF16_AMX", "0", 1);
+        ncase += run_grid(have_bf16);
     }
     printf("%d cases; %d passed, %d failed\n", ncase, n_pass, n_fail);
     return n_fail ? 1 : 0;

@@ -22,7 +22,8 @@ enum {
     SBPAIRS = SBK / 2,
     QB_GROUPS = 64,
     KB_SBS = 4,
-    STREAM_MAX_ROWS = 256 /* at most this many rows: stream K/V, split keys */
+    STREAM_MAX_ROWS = 256,  /* at most this many rows: stream K/V, split keys */
+    STREAM_MAX_PROBE = 2048 /* ... or this many, with 16x as many keys */
 };
 
 /* Everything one call shares between threads (read-only in the parallel parts,
@@ -604,14 +605,22 @@ static int job_cmp(const void *a, const void *b)
     return x->blk < y->blk ? -1 : (x->blk > y->blk);
 }
 
-/* rb_attn_tile_avx512_bf16: see rb_avx512.h. Two schedules:
- *  - row mode (nq > STREAM_MAX_ROWS): K and V are packed to bf16 once, in parallel;
- *    query blocks of QB_GROUPS*GR rows are handed to threads largest visible work
- *    first (dynamic), each sweeping the key blocks its rows can see;
- *  - stream mode (few rows, e.g. probe rows): the keys are split into one range per
- *    thread by equal visible work; each thread packs one key block at a time and
- *    runs every query row against it while it is in cache, so K/V are read once;
- *    the per-thread states are merged in thread order (deterministic).
+/* rb_attn_tile_avx512_bf16: the tile contract (rb_kernels.h, rb_avx512.h) with q, k,
+ * p and v rounded to bf16 (nearest even) and every product accumulated in fp32;
+ * softmax state (m, l, u, acc) in fp32, merged into `state` once per call. Products
+ * run on AMX-BF16 where the CPU has it and the OS grants the tile state (else, or
+ * with ROPEBENCH_BF16_AMX=0, on VDPBF16PS); both give the same class of results.
+ * Any head_dim >= 1 (padded internally to 32 dims for q/k, 64 for v); positions may
+ * be unsorted, gapped or repeated. Two schedules:
+ *  - row mode (e.g. causal tiles, nq ~ nk): K and V are packed to bf16 once, in
+ *    parallel (extra memory about 4 nk d bytes); query blocks of QB_GROUPS*GR rows
+ *    go to threads largest visible work first (dynamic), each sweeping the key
+ *    sub-blocks its rows can see, fully masked (group, sub-block) pairs skipped;
+ *  - stream mode (nq <= STREAM_MAX_ROWS, or nq <= STREAM_MAX_PROBE with nk >= 16 nq:
+ *    probe rows): the keys are split into one range per thread by equal visible
+ *    work; each thread packs one key block at a time and runs every row against it
+ *    while it is in cache, so K/V are read once; the per-thread states are merged
+ *    in thread order.
  * Results do not depend on which thread ran a block; in stream mode they depend on
  * the thread count through the order of the final merges (rounding only). Rows
  * with no visible key stay untouched. Returns 0 or RB_ENOMEM. */
@@ -636,7 +645,8 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     c.v = v;
     const size_t np = (size_t)c.np, dv = (size_t)c.dv;
     const size_t kp_sz = np * SBK, vp_sz = (size_t)SBPAIRS * dv; /* uint32 per SB */
-    const int stream = nq <= STREAM_MAX_ROWS;
+    /* few rows, or rows much fewer than keys (probe rows): stream the keys */
+    const int stream = nq <= STREAM_MAX_ROWS || (nk >= 16 * nq && nq <= STREAM_MAX_PROBE);
     const int amx = amx_usable();
     int nthr = rb_kernels_threads();
     if (nthr < 1)

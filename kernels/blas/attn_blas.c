@@ -11,9 +11,9 @@
 #endif
 
 /* Blocking: BR query rows (the unit of OpenMP work in row mode) against BC keys per
- * pair of sgemm calls. With fewer than STREAM_MAX_ROWS rows the keys are split
- * between threads instead (probe rows). */
-enum { BR = 256, BC = 256, STREAM_MAX_ROWS = 256 };
+ * pair of sgemm calls. With at most STREAM_MAX_ROWS rows, or STREAM_MAX_PROBE rows
+ * and 16x as many keys (probe rows), the keys are split between threads instead. */
+enum { BR = 256, BC = 256, STREAM_MAX_ROWS = 256, STREAM_MAX_PROBE = 2048 };
 
 /* e^x in fp32 for x <= 0 (scores minus their running max), written so that compilers
  * vectorize it without ISA flags: Cody–Waite reduction x = n ln2 + r, Cephes'
@@ -211,15 +211,25 @@ static int job_cmp(const void *a, const void *b)
     return x->blk < y->blk ? -1 : (x->blk > y->blk);
 }
 
-/* rb_attn_tile_blas: see rb_blas.h. Row mode (nq > STREAM_MAX_ROWS): query blocks of
- * BR rows go to OpenMP threads largest visible work first (dynamic schedule), each
- * sweeping the key blocks of BC keys its rows can see. Stream mode (few rows, probe
- * rows): keys are split into one range per thread by equal visible work, every
- * thread runs all rows against its keys, and the per-thread states are merged in
- * thread order. OpenBLAS (pthread build) is set to one thread for the duration of
- * the call and restored after: its own pool would otherwise add threads to each of
- * ours. (That setting is process-wide; concurrent calls of this kernel from several
- * application threads are not supported.) Returns 0 or RB_ENOMEM. */
+/* rb_attn_tile_blas: the tile contract (rb_kernels.h, rb_blas.h) in fp32 with
+ * cblas_sgemm for S = scale Q Kᵀ and O += P V, online softmax and entropy in fp32
+ * C loops, fp32 row states merged into `state` once per call. Positions may be
+ * unsorted, gapped or repeated. Two schedules:
+ *  - row mode (e.g. causal tiles, nq ~ nk): query blocks of BR rows go to OpenMP
+ *    threads largest visible work first (dynamic), each sweeping the key blocks of
+ *    BC keys its rows can see (fully masked blocks skipped, fully visible ones
+ *    unmasked);
+ *  - stream mode (nq <= STREAM_MAX_ROWS, or nq <= STREAM_MAX_PROBE with nk >= 16 nq:
+ *    probe rows): keys are split into one range per thread by equal visible work,
+ *    every thread runs all rows against its keys, and the per-thread states are
+ *    merged in thread order.
+ * OpenBLAS threads: Debian's OpenBLAS is the pthread build, which knows nothing of
+ * OpenMP; called from our threads with its default thread count, each call hands
+ * work to its own pool (3+ threads on 2 cores here; results were correct, but the
+ * cores are oversubscribed). So the count is set to 1 for the call (each sgemm
+ * runs in the calling thread; concurrent single-threaded calls are safe) and
+ * restored after. That setting is process-wide: concurrent calls of this kernel
+ * from several application threads are not supported. Returns 0 or RB_ENOMEM. */
 int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                       const float *v, const int64_t *k_pos, int64_t nk, int d,
                       double scale, double *state)
@@ -227,7 +237,8 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     if (nq <= 0 || nk <= 0 || d <= 0)
         return 0;
     int rc = 0;
-    const int stream = nq <= STREAM_MAX_ROWS;
+    /* few rows, or rows much fewer than keys (probe rows): stream the keys */
+    const int stream = nq <= STREAM_MAX_ROWS || (nk >= 16 * nq && nq <= STREAM_MAX_PROBE);
     const int64_t nqb = (nq + BR - 1) / BR, nkb = (nk + BC - 1) / BC;
     int nthr = rb_kernels_threads();
     if (nthr < 1)
