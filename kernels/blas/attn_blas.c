@@ -108,13 +108,15 @@ typedef struct {
     float *s;               /* scores / probabilities: BR x BC */
 } bl_state;
 
-/* Rows [r0, r0+br) of q (fp32 state rows from st row sr0) against keys [k0, k0+bc):
- * S = scale Q Kᵀ, mask by position unless `unmasked`, online softmax update of m, l,
- * u, rescale of acc rows, acc += P V. Rows that see nothing keep their state. */
+/* Rows [r0, r0+br) of q (fp32 state rows from st row sr0) against keys [k0, k0+bc)
+ * (positions within [kmin, kmax]): S = scale Q Kᵀ, mask by position unless
+ * `unmasked` (per element only for rows with kmin <= q_pos < kmax), online softmax
+ * update of m, l, u, rescale of acc rows, acc += P V. Rows that see nothing keep
+ * their state. */
 static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64_t br,
                          const float *k, const float *v, const int64_t *k_pos, int64_t k0,
-                         int64_t bc, int d, float scale, int unmasked, const bl_state *st,
-                         int64_t sr0)
+                         int64_t bc, int64_t kmin, int64_t kmax, int d, float scale,
+                         int unmasked, const bl_state *st, int64_t sr0)
 {
     const size_t sd = (size_t)d;
     float *S = st->s;
@@ -125,10 +127,14 @@ static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64
         float *srow = S + (size_t)r * (size_t)bc;
         const int64_t qp = q_pos[r0 + r];
         const int64_t *kp = k_pos + k0;
-        if (!unmasked) {
-#pragma omp simd
-            for (int64_t n = 0; n < bc; n++)
-                srow[n] = kp[n] <= qp ? srow[n] : -INFINITY;
+        if (!unmasked && qp < kmax) { /* rows that see the whole block skip this */
+            if (qp < kmin) {
+                for (int64_t n = 0; n < bc; n++)
+                    srow[n] = -INFINITY;
+            } else {
+                for (int64_t n = 0; n < bc; n++)
+                    srow[n] = kp[n] <= qp ? srow[n] : -INFINITY;
+            }
         }
         const float mx = row_max(srow, bc);
         const size_t ri = (size_t)(sr0 + r);
@@ -334,8 +340,8 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                     if (kbmin[kb] > bqmax[b])
                         continue;
                     const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
-                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, d, fscale,
-                                 kbmax[kb] <= bqmin[b], &st, 0);
+                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
+                                 kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, 0);
                 }
                 merge_rows(&st, 0, r0, br, d, tmpt, state);
             }
@@ -347,8 +353,8 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                     if (kbmin[kb] > bqmax[b])
                         continue;
                     const int64_t r0 = b * BR, br = r0 + BR <= nq ? BR : nq - r0;
-                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, d, fscale,
-                                 kbmax[kb] <= bqmin[b], &st, r0);
+                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
+                                 kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, r0);
                 }
             }
         }
