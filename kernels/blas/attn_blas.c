@@ -10,10 +10,11 @@
 #include <omp.h>
 #endif
 
-/* Blocking: BR query rows (the unit of OpenMP work in row mode) against BC keys per
- * pair of sgemm calls. With at most STREAM_MAX_ROWS rows, or STREAM_MAX_PROBE rows
+/* Blocking: BR query rows (the unit of OpenMP work in row mode; BR_STREAM in stream
+ * mode, so that key blocks no row of a block can see are skipped, as for probe rows
+ * sorted by position) against BC keys per pair of sgemm calls. With at most STREAM_MAX_ROWS rows, or STREAM_MAX_PROBE rows
  * and 16x as many keys (probe rows), the keys are split between threads instead. */
-enum { BR = 256, BC = 256, STREAM_MAX_ROWS = 256, STREAM_MAX_PROBE = 2048 };
+enum { BR = 256, BR_STREAM = 32, BC = 256, STREAM_MAX_ROWS = 256, STREAM_MAX_PROBE = 2048 };
 
 /* e^x in fp32 for x <= 0 (scores minus their running max), written so that compilers
  * vectorize it without ISA flags: Cody–Waite reduction x = n ln2 + r, Cephes'
@@ -245,7 +246,8 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     int rc = 0;
     /* few rows, or rows much fewer than keys (probe rows): stream the keys */
     const int stream = nq <= STREAM_MAX_ROWS || (nk >= 16 * nq && nq <= STREAM_MAX_PROBE);
-    const int64_t nqb = (nq + BR - 1) / BR, nkb = (nk + BC - 1) / BC;
+    const int64_t brow = stream ? BR_STREAM : BR; /* rows per query block */
+    const int64_t nqb = (nq + brow - 1) / brow, nkb = (nk + BC - 1) / BC;
     int nthr = rb_kernels_threads();
     if (nthr < 1)
         nthr = 1;
@@ -274,7 +276,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     }
     for (int64_t b = 0; b < nqb; b++) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (int64_t r = b * BR; r < (b + 1) * BR && r < nq; r++) {
+        for (int64_t r = b * brow; r < (b + 1) * brow && r < nq; r++) {
             lo = q_pos[r] < lo ? q_pos[r] : lo;
             hi = q_pos[r] > hi ? q_pos[r] : hi;
         }
@@ -333,8 +335,8 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         if (!stream) {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t j = 0; j < nqb; j++) {
-                const int64_t b = jobs[j].blk, r0 = b * BR;
-                const int64_t br = r0 + BR <= nq ? BR : nq - r0;
+                const int64_t b = jobs[j].blk, r0 = b * brow;
+                const int64_t br = r0 + brow <= nq ? brow : nq - r0;
                 state_reset(&st, br, d);
                 for (int64_t kb = 0; kb < nkb; kb++) {
                     if (kbmin[kb] > bqmax[b])
@@ -352,7 +354,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                 for (int64_t b = 0; b < nqb; b++) {
                     if (kbmin[kb] > bqmax[b])
                         continue;
-                    const int64_t r0 = b * BR, br = r0 + BR <= nq ? BR : nq - r0;
+                    const int64_t r0 = b * brow, br = r0 + brow <= nq ? brow : nq - r0;
                     block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
                                  kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, r0);
                 }
