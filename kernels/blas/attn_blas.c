@@ -302,13 +302,18 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         }
         qsort(jobs, (size_t)nqb, sizeof *jobs, job_cmp);
     } else {
+        /* key block kb costs reading it (about one block product, measured) plus
+         * the query blocks that can see it */
         int64_t total = 0, acc = 0;
-        for (int64_t kb = 0; kb < nkb; kb++)
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            total += 1;
             for (int64_t b = 0; b < nqb; b++)
                 total += kbmin[kb] <= bqmax[b];
+        }
         cut[0] = 0;
         int t = 1;
         for (int64_t kb = 0; kb < nkb && t < nthr; kb++) {
+            acc += 1;
             for (int64_t b = 0; b < nqb; b++)
                 acc += kbmin[kb] <= bqmax[b];
             while (t < nthr && acc * nthr >= total * t)
