@@ -624,7 +624,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
             for (int vi = 0; vi < 2 && fns[vi] && !rc; vi++) {
                 rope_ctx rc_ = {fns[vi], k, pos, inv_freq, n_rope, d};
                 bench_fn f = {&rc_, NULL, rope_call};
-                rb_kernel_ops label = {names[vi], NULL, "fp32", fns[vi]};
+                rb_kernel_ops label = {.name = names[vi], .dtype = "fp32", .rope = fns[vi]};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
                     bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, o->threads[ti]);
                     if (!r) break;
@@ -794,6 +794,8 @@ int rb_cmd_bench(int argc, char **argv)
                "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
                "read+write, frac = GB/s / triad\n", 128);
         if (missing[0]) printf("# kernels not built or not supported here: %s\n", missing);
+        for (int i = 0; i < o.n_kernels; i++)
+            printf("# kernel %s: %s\n", o.kernels[i].name, o.kernels[i].detail);
         print_table(stdout, rl.rows, rl.n);
         fflush(stdout);
     }

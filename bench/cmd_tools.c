@@ -203,7 +203,7 @@ int rb_cmd_info(int argc, char **argv)
     char err[512];
     int code = 0;
     if (rb_kernels_select(isa, &ops, &why, err, sizeof err) == RB_OK)
-        printf("%-22s %s (%s)\n", "kernel", ops.name, why ? why : "");
+        printf("%-22s %s (%s): %s\n", "kernel", ops.name, why ? why : "", ops.detail);
     else {
         printf("%-22s none: %s\n", "kernel", err);
         code = RB_EXIT_USAGE;

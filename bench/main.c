@@ -5,6 +5,8 @@
 #include "rb_bench.h"
 #include "rb_build.h"
 
+extern void openblas_set_num_threads(int n);
+
 const char *rb_version_string(void)
 {
     return "ropebench " RB_VERSION " (" RB_GIT_DESCRIBE ", " RB_BUILD_TYPE ")";
@@ -28,6 +30,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Threads come from OpenMP inside the kernels; OpenBLAS's own pool would only
+     * spin beside them (the blas kernel asks for 1 thread per call anyway). */
+    openblas_set_num_threads(1);
     if (argc < 2) {
         usage(stderr);
         return RB_EXIT_USAGE;

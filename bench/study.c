@@ -211,6 +211,7 @@ static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t 
                             el));
     TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
+    TRY(rb_results_attr_str(r->res, g, "kernel_detail", r->ops.detail, e, el));
     TRY(rb_results_attr_str(r->res, g, "dtype", c->dtype, e, el));
     TRY(rb_results_attr_i64(r->res, g, "n_rows", n_rows, e, el));
     TRY(rb_results_attr_i64(r->res, g, "nranks", r->nranks, e, el));
@@ -823,7 +824,8 @@ int rb_cmd_run(int argc, char **argv)
     }
     r.n_cases = count_cases(&cfg);
     if (r.rank == 0 && !r.quiet && !dry)
-        fprintf(stderr, "ropebench: kernel %s (%s)\n", r.ops.name, kernel_why ? kernel_why : "");
+        fprintf(stderr, "ropebench: kernel %s: %s (%s)\n", r.ops.name, r.ops.detail,
+                kernel_why ? kernel_why : "");
     if (dry) {
         if (r.rank == 0) print_cases(&cfg, r.nranks);
         goto cleanup;

@@ -110,6 +110,7 @@ typedef struct {
     const char *auto_reason; /* the log line when chosen automatically */
     const char *dtype;       /* arithmetic of the tile */
     rb_rope_apply_fn rope;   /* RoPE application paired with it */
+    const char *(*detail)(void); /* how it computes here, for the record */
 } rb_kernel_variant;
 
 static int cpu_any(const rb_cpu_info *ci)
@@ -136,8 +137,10 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
 #endif
 #ifdef RB_HAVE_AVX512_BF16
 #define RB_TILE_AVX512_BF16 rb_attn_tile_avx512_bf16
+#define RB_DETAIL_BF16 rb_attn_bf16_path
 #else
 #define RB_TILE_AVX512_BF16 NULL
+#define RB_DETAIL_BF16 detail_not_built
 #endif
 #ifdef RB_HAVE_AVX512_FP32
 #define RB_TILE_AVX512 rb_attn_tile_avx512
@@ -150,15 +153,26 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
 #define RB_TILE_BLAS NULL
 #endif
 
+#ifndef RB_HAVE_AVX512_BF16
+static const char *detail_not_built(void) { return "not built"; }
+#endif
+static const char *detail_avx512(void)
+{
+    return "AVX-512F fp32 register-blocked QK^T and PV, vectorized exp";
+}
+static const char *detail_blas(void) { return "cblas_sgemm (OpenBLAS) for QK^T and PV"; }
+static const char *detail_ref(void) { return "scalar, double-precision scores and state"; }
+
 static const rb_kernel_variant variants[] = {
     {"avx512_bf16", RB_TILE_AVX512_BF16, cpu_avx512_bf16, 1,
-     "avx512_bf16: the bf16 kernel, AVX512_BF16 present", "bf16", RB_ROPE_FAST},
+     "avx512_bf16: the bf16 kernel, AVX512_BF16 present", "bf16", RB_ROPE_FAST,
+     RB_DETAIL_BF16},
     {"avx512", RB_TILE_AVX512, cpu_avx512, 1, "avx512: AVX-512 present and ZMM state enabled",
-     "fp32", RB_ROPE_FAST},
+     "fp32", RB_ROPE_FAST, detail_avx512},
     {"blas", RB_TILE_BLAS, cpu_any, 1, "blas: no usable AVX-512 kernel", "fp32",
-     rb_rope_apply},
+     rb_rope_apply, detail_blas},
     {"ref", rb_attn_tile_ref, cpu_any, 1, "ref: no faster kernel built", "fp32",
-     rb_rope_apply},
+     rb_rope_apply, detail_ref},
 };
 enum { N_VARIANTS = (int)(sizeof variants / sizeof variants[0]) };
 
@@ -186,6 +200,7 @@ static void fill_ops(const rb_kernel_variant *kv, rb_kernel_ops *ops)
     ops->tile = kv->tile;
     ops->dtype = kv->dtype;
     ops->rope = kv->rope;
+    ops->detail = kv->detail();
 }
 
 int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,

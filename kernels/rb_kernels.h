@@ -187,6 +187,7 @@ typedef struct {
     rb_attn_tile_fn tile;
     const char *dtype;       /* "fp32" or "bf16": the arithmetic of the tile */
     rb_rope_apply_fn rope;   /* RoPE application that goes with it */
+    const char *detail;      /* how it computes on this CPU, for the record */
 } rb_kernel_ops;
 
 /* rb_kernels_select: choose the tile kernel for fp32 studies; same as

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpirun.sh — mpirun with the flags this machine needs: --allow-run-as-root as root,
 # --oversubscribe when ranks exceed cores, ROMIO for MPI-IO (Open MPI 4.1's ompio has
-# hung in collective HDF5 writes), no CMA single-copy (unavailable in containers).
+# hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
+# a single-threaded OpenBLAS pool (the kernels thread with OpenMP).
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
 n=$1; shift
@@ -9,5 +10,6 @@ flags=()
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 [ "$n" -gt "$(nproc)" ] && flags+=(--oversubscribe)
 export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 exec mpirun "${flags[@]}" -n "$n" "$@"

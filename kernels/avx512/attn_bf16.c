@@ -297,6 +297,13 @@ static int amx_usable(void)
     return s == 1;
 }
 
+/* rb_attn_bf16_path: see rb_avx512.h. */
+const char *rb_attn_bf16_path(void)
+{
+    return amx_usable() ? "AMX-BF16 tiles (TDPBF16PS) for QK^T and PV"
+                        : "VDPBF16PS for QK^T and PV";
+}
+
 /* Configure every tile as 16 rows x 64 bytes (this thread). */
 static void amx_config(void)
 {

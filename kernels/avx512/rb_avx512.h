@@ -24,6 +24,12 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                              const float *k, const float *v, const int64_t *k_pos,
                              int64_t nk, int d, double scale, double *state);
 
+/* rb_attn_bf16_path: which product path rb_attn_tile_avx512_bf16 takes in this process
+ * (AMX-BF16 tiles where the CPU has them, the OS grants the tile state and
+ * ROPEBENCH_BF16_AMX is not 0; VDPBF16PS otherwise), as a static string for the
+ * record. */
+const char *rb_attn_bf16_path(void);
+
 /* rb_rope_apply_avx512: the contract of rb_rope_apply. Phases of runs of rows whose
  * positions step by a constant are generated incrementally in double (angle-addition
  * recurrence), re-anchored from the exact rb_rope_phase at the first row of every
