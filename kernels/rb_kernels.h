@@ -229,6 +229,51 @@ double rb_peak_fma_gflops(int threads, double seconds);
  * (1e9 bytes/s), or -1 if bytes_per_array < 8 KiB or the arrays cannot be allocated. */
 double rb_triad_gbps(int threads, size_t bytes_per_array);
 
+/* ---------------------------------------------------------------------------------
+ * Metrics (kernels/ref/metrics_phase.c: analytic; kernels/ref/metrics_probe.c:
+ * data-driven). Notation: theta_j = inv_freq_base[j], theta'_j = inv_freq[j],
+ * np = rotary_dim/2 pairs, L0 = original_ctx, L = seq_len. docs/metrics.md has the
+ * formulas.
+ * ------------------------------------------------------------------------------- */
+
+/* Distance bins shared by every by-distance metric: edges[0] = 0, edges[1] = 1, then
+ * log-spaced integers up to edges[n] = L (duplicates dropped), bin b = distances
+ * [edges[b], edges[b+1]). Writes at most nbins+1 edges; returns the number of bins n
+ * (<= nbins), or RB_EINVAL if L < 2 or nbins < 2. */
+int rb_metrics_bins(int64_t L, int nbins, int64_t *edges);
+
+/* YaRN frequency bands of the base schedule: band[j] = 0 (high: wavelength 2*pi/theta_j
+ * < L0/beta_fast), 2 (low: wavelength > L0/beta_slow), 1 (mid) otherwise. */
+void rb_metrics_bands(const double *inv_freq_base, int np, int64_t L0, double beta_fast,
+                      double beta_slow, int *band);
+
+/* Per-pair phase table: trained_span[j] = theta_j (L0-1), max_phase[j] =
+ * theta'_j (L-1), turns[j] = max_phase/2pi, ood[j] = trained_span < 2pi && max_phase >
+ * trained_span. Returns the critical pair (first j with trained_span < 2pi; np if none). */
+int rb_metrics_phase_pairs(const double *inv_freq_base, const double *inv_freq, int np,
+                           int64_t L0, int64_t L, double *trained_span, double *max_phase,
+                           double *turns, int *ood);
+
+/* Phase distance to the trained set at distances delta[0..nd): D = min over trained
+ * distances 0 <= t < L0 of sqrt(sum_j w_j wrap(theta'_j delta - theta_j t)^2 / sum_j
+ * w_j), wrap to [-pi, pi], weights w_j >= 0 (E[rho_j] from the data); D_band[b*nd+i]
+ * the same restricted to the pairs of band b (NaN if the band is empty);
+ * ood_count[i] / ood_energy[i] the count- and w-weighted fraction of pairs with
+ * trained_span < 2pi and theta'_j delta > trained_span. RB_EINVAL on bad sizes. */
+int rb_metrics_phase_distance(const double *inv_freq_base, const double *inv_freq,
+                              const double *w, const int *band, int np, int64_t L0,
+                              const double *delta, int nd, double *D, double *D_band,
+                              double *ood_count, double *ood_energy, char *err,
+                              size_t errlen);
+
+/* Long-range decay bounds at distances delta[0..nd): roformer[i] = (1/np) sum_{i=1..np}
+ * |S_i|, S_i = sum_{k<i} exp(1i delta theta'_k); B[i] = sum_j cos(delta theta'_j).
+ * rb_metrics_first_negative_B: the first integer delta in [1, max_delta] with
+ * B(delta) < 0, or -1 if none. */
+void rb_metrics_decay_bounds(const double *inv_freq, int np, const double *delta, int nd,
+                             double *roformer, double *B);
+int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_delta);
+
 #ifdef __cplusplus
 }
 #endif
