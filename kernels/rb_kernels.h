@@ -274,6 +274,60 @@ void rb_metrics_decay_bounds(const double *inv_freq, int np, const double *delta
                              double *roformer, double *B);
 int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_delta);
 
+/* Data-driven probe metrics: accumulators filled by rb_probe_metrics_accumulate over
+ * (probe row, visible key) pairs, after the attention pass gave each row its final
+ * lse. Every array is caller-owned and zeroed (or set as noted) before the first call;
+ * calls over disjoint key sets (ranks, blocks) add up: sums add, mins take the min,
+ * maxes the max, so ranks combine with MPI_SUM / MPI_MIN / MPI_MAX.
+ * Pair j's contribution to a score is c_j = scale * (q_a k_a + q_b k_b) over the
+ * pair's two dims (layout as in rb_rope_apply); s = sum_j c_j (+ pass-through dims). */
+typedef struct {
+    /* shape */
+    int d, rotary_dim;
+    rb_rope_layout layout;
+    int nbins;
+    const int64_t *edges;  /* rb_metrics_bins: distance = q_pos - k_pos */
+    /* score decay by distance [nbins] */
+    double *count, *sum_s, *sum_s2;
+    /* attention share by distance: share_num[b*np + j] = sum p c_j, share_den[b] =
+     * sum p, p = exp(s - lse_row) ([nbins * np], [nbins]); NULL to skip */
+    double *share_num, *share_den;
+    /* per probe row [nq]: smallest score (init +inf), largest |score| (init 0),
+     * visible keys counted (init 0) */
+    double *row_min_s, *row_max_abs_s, *row_count;
+    /* per-pair amplitude sums for E[rho_j] over all (row, key) pairs [np] (NULL ok):
+     * rho_sum[j] += |q_pair j| |k_pair j| */
+    double *rho_sum;
+    /* needles: needle i is the key at needle_key_pos[i] seen by probe row
+     * needle_row[i]; needle_s[i] receives its score (init NaN, set where the key is
+     * local), needle_above[i] += visible keys of that row with a larger score */
+    int n_needles;
+    const int64_t *needle_key_pos;
+    const int64_t *needle_row;
+    double *needle_s, *needle_above;
+} rb_probe_metrics;
+
+/* rb_probe_metrics_accumulate: for each probe row m (rotated q[m], position q_pos[m],
+ * final lse[m] of the row over ALL keys) and each visible key n of this call (rotated
+ * k[n], position k_pos[n] <= q_pos[m]): add to the accumulators above. Scores in
+ * double from the fp32 inputs (as the reference tile). OpenMP over rows or keys; the
+ * result does not depend on the thread count beyond rounding of sums. Needle ranks
+ * need needle_s known: call it twice (first pass fills needle_s; the caller shares
+ * it across ranks; second pass with a flag) -- or see the implementation's contract.
+ * Returns RB_OK, RB_EINVAL or RB_ENOMEM. */
+int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
+                                int64_t nq, const float *k, const int64_t *k_pos,
+                                int64_t nk, double scale, rb_probe_metrics *m,
+                                char *err, size_t errlen);
+
+/* rb_rope_apply_fp32phase: RoPE as widely used fp32 code does it: angle =
+ * (float)pos * (float)inv_freq in float, cosf/sinf, rotation in float; same layout and
+ * attention-factor semantics as rb_rope_apply. For the phase-precision metric. */
+void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
+                             const int64_t *pos, const double *inv_freq, int head_dim,
+                             int rotary_dim, rb_rope_layout layout,
+                             double attention_factor);
+
 #ifdef __cplusplus
 }
 #endif
