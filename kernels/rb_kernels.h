@@ -298,22 +298,23 @@ typedef struct {
     /* per-pair amplitude sums for E[rho_j] over all (row, key) pairs [np] (NULL ok):
      * rho_sum[j] += |q_pair j| |k_pair j| */
     double *rho_sum;
-    /* needles: needle i is the key at needle_key_pos[i] seen by probe row
-     * needle_row[i]; needle_s[i] receives its score (init NaN, set where the key is
-     * local), needle_above[i] += visible keys of that row with a larger score */
+    /* needles: needle i is the key at needle_key_pos[i] looked for by probe row
+     * needle_row[i] (an index into the call's rows); needle_s[i] (input) is its score,
+     * computed by the caller from the needle's key row (any rank can generate it);
+     * needle_above[i] += visible keys of that row, other than the needle, whose score
+     * is larger: rank = needle_above + 1 */
     int n_needles;
     const int64_t *needle_key_pos;
     const int64_t *needle_row;
-    double *needle_s, *needle_above;
+    const double *needle_s;
+    double *needle_above;
 } rb_probe_metrics;
 
 /* rb_probe_metrics_accumulate: for each probe row m (rotated q[m], position q_pos[m],
  * final lse[m] of the row over ALL keys) and each visible key n of this call (rotated
  * k[n], position k_pos[n] <= q_pos[m]): add to the accumulators above. Scores in
  * double from the fp32 inputs (as the reference tile). OpenMP over rows or keys; the
- * result does not depend on the thread count beyond rounding of sums. Needle ranks
- * need needle_s known: call it twice (first pass fills needle_s; the caller shares
- * it across ranks; second pass with a flag) -- or see the implementation's contract.
+ * result does not depend on the thread count beyond rounding of sums.
  * Returns RB_OK, RB_EINVAL or RB_ENOMEM. */
 int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
                                 int64_t nq, const float *k, const int64_t *k_pos,
