@@ -329,6 +329,26 @@ void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
                              int rotary_dim, rb_rope_layout layout,
                              double attention_factor);
 
+/* rb_metrics_precision: the phase-precision effect on probe rows (metric 7), isolated
+ * from every other rounding: q rows (pre-RoPE, qpre[nq][d], positions q_pos) and a
+ * sample of keys (pre-RoPE, kpre[nk][d], positions k_pos) are rotated in double twice,
+ * with the exact phases (rb_rope_phase) and with the phases common fp32 code forms,
+ * (float)pos * (float)inv_freq in float (then converted to double); scores
+ * s = scale * <q, k> over the rotated dims and pass-through dims, in double.
+ * Per row m: phase_err_max[m] = max_j |wrap(phi_fp32 - phi_exact)| at q_pos[m];
+ * score_err_max[m] = max over visible sampled keys of |s_fp32 - s_exact|;
+ * bound_ratio_max[m] = max over those keys of |s_fp32 - s_exact| /
+ * (2 sin(eps/2) * sum_j rho_j), eps = max_j |relative phase perturbation| of the pair
+ * (q's minus k's, wrapped), rho_j = scale * |q_j||k_j| (pair norms, attention factor
+ * included); a change within 64 double ulps of the terms counts as ratio 0. Rows without a
+ * visible sampled key get 0 for the score fields. Returns RB_OK or RB_ENOMEM. */
+int rb_metrics_precision(const float *qpre, const int64_t *q_pos, int64_t nq,
+                         const float *kpre, const int64_t *k_pos, int64_t nk,
+                         const double *inv_freq, int d, int rotary_dim,
+                         rb_rope_layout layout, double attention_factor, double scale,
+                         double *phase_err_max, double *score_err_max,
+                         double *bound_ratio_max);
+
 #ifdef __cplusplus
 }
 #endif
