@@ -47,6 +47,10 @@ static const rb_key RB_KEYS[] = {
     {"study", "dtype", "fp32"},
     {"study", "threads", "auto"},
     {"study", "memory_limit_gib", "auto"},
+    {"metrics", "enabled", "true"},
+    {"metrics", "distance_bins", "48"},
+    {"metrics", "position_bins", "32"},
+    {"metrics", "precision_keys", "1024"},
     {"needle", "positions", "-2,-17,-129,-1025,-4001"},
     {"needle", "query_positions", "-1,-1,-1,-1,-1"},
     {"needle", "strength", "1.0"},
@@ -486,6 +490,23 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     if ((rc = parse_f64_or(V("study", "memory_limit_gib"), K("study", "memory_limit_gib"),
                            "auto", 0, 1e-3, 1e9, &c->memory_limit_gib, err, errlen)))
         return rc;
+
+    /* [metrics] */
+    if ((rc = parse_bool(V("metrics", "enabled"), K("metrics", "enabled"), &c->metrics_enabled,
+                         err, errlen)))
+        return rc;
+    if ((rc = parse_i64(V("metrics", "distance_bins"), K("metrics", "distance_bins"), 2, 1024,
+                        &x, err, errlen)))
+        return rc;
+    c->metrics_distance_bins = (int)x;
+    if ((rc = parse_i64(V("metrics", "position_bins"), K("metrics", "position_bins"), 2, 1024,
+                        &x, err, errlen)))
+        return rc;
+    c->metrics_position_bins = (int)x;
+    if ((rc = parse_i64(V("metrics", "precision_keys"), K("metrics", "precision_keys"), 0,
+                        1 << 20, &x, err, errlen)))
+        return rc;
+    c->metrics_precision_keys = (int)x;
 
     /* [needle] */
     int nq = 0;

@@ -9,6 +9,7 @@
 #include "rb_datasets.h"
 #include "rb_kernels.h"
 #include "rb_mpi.h"
+#include <mpi.h>
 
 #define RB_MAX_LIST 64      /* longest list a key may hold */
 #define RB_EXIT_USAGE 2     /* bad input: config, options, files */
@@ -49,6 +50,11 @@ typedef struct {
     char dtype[8];
     int threads;             /* OpenMP threads per rank; 0: auto (OpenMP default) */
     double memory_limit_gib; /* 0: 90% of this host's available memory */
+    /* [metrics] */
+    int metrics_enabled;
+    int metrics_distance_bins;
+    int metrics_position_bins;
+    int metrics_precision_keys; /* sampled keys per rank for metric 7; 0: metric 7 off */
     /* [needle] */
     int n_needles;
     int64_t needle_positions[RB_NEEDLE_MAX];   /* negative: from the end */
@@ -79,6 +85,38 @@ void rb_config_rope_params(const rb_config *cfg, rb_rope_method m, int64_t L,
 
 /* Bytes one rank needs for a case (estimate used by the memory check). */
 double rb_config_case_bytes(const rb_config *cfg, rb_mode mode, int64_t L, int nranks);
+
+/* ---- metrics of one case (bench/metrics.c, docs/metrics.md) ------------------------ */
+typedef struct rb_case_metrics rb_case_metrics;
+struct rb_results;
+
+/* rb_metrics_begin: set up the metrics of a case (mode, L, H heads, the case's rows:
+ * probe rows (same on every rank) or this rank's full-mode rows), its dataset, the
+ * base and method schedules (kept by pointer until rb_metrics_free), attention factor
+ * and softmax scale. Not collective. */
+int rb_metrics_begin(rb_case_metrics **m, const rb_config *c, int mode, int64_t L, int H,
+                     int64_t nq, const int64_t *qpos, const rb_dataset *ds,
+                     const double *inv_base, const double *inv, double attention_factor,
+                     double scale, char *err, size_t errlen);
+
+/* rb_metrics_head: collective, once per head after that head's attention: pair norms
+ * for E[rho_j]; in probe mode also the data-driven accumulators (lse_root/ent_root:
+ * the head's probe-row lse and entropy, valid on rank 0), the needle scores and, when
+ * metrics.precision_keys > 0, the fp32-phase attention pass (uses scratch_state,
+ * nq * RB_STATE_STRIDE(d) doubles) and the phase-precision sample. */
+int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
+                    const float *qrot, const float *qpre, const float *krot,
+                    const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
+                    const rb_dataset *ds, const double *lse_root, const double *ent_root,
+                    double *scratch_state, char *err, size_t errlen);
+
+/* rb_metrics_write: collective: reduce across ranks and write every metric group of
+ * the case under case_g. row_pos/entropy ([H][n_local]) are the rows this rank holds
+ * (probe mode: rank 0 all, others none). */
+int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, struct rb_results *res,
+                     const char *case_g, const int64_t *row_pos, const double *entropy,
+                     int64_t n_local, char *err, size_t errlen);
+void rb_metrics_free(rb_case_metrics *m);
 
 /* Subcommands: each parses its own argv (argv[0] is the subcommand name) and
  * returns the process exit code. */

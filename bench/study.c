@@ -227,25 +227,26 @@ cleanup:
 
 /* Gather every rank's timing to rank 0 and write [nranks] datasets. */
 static int write_timing(rb_run *r, const char *g, const rb_timing *t, double setup_s,
-                        double generate_s)
+                        double generate_s, double metrics_s)
 {
-    double mine[6] = {setup_s, t->compute_s, t->comm_wait_s, t->merge_s, t->total_s,
-                      generate_s};
-    static const char *names[6] = {"setup_s", "compute_s", "comm_wait_s",
-                                   "merge_s", "total_s",   "generate_s"};
+    enum { NT = 7 };
+    double mine[NT] = {setup_s, t->compute_s, t->comm_wait_s, t->merge_s, t->total_s,
+                       generate_s, metrics_s};
+    static const char *names[NT] = {"setup_s", "compute_s",  "comm_wait_s", "merge_s",
+                                    "total_s", "generate_s", "metrics_s"};
     double *all = NULL, *col = NULL;
     int rc = RB_OK;
-    all = malloc(sizeof(double) * 6 * (size_t)r->nranks);
+    all = malloc(sizeof(double) * NT * (size_t)r->nranks);
     col = malloc(sizeof(double) * (size_t)r->nranks);
     if (!all || !col) {
         rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (timings)");
         goto cleanup;
     }
-    MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, r->comm);
-    for (int k = 0; k < 6; k++) {
+    MPI_Gather(mine, NT, MPI_DOUBLE, all, NT, MPI_DOUBLE, 0, r->comm);
+    for (int k = 0; k < NT; k++) {
         char path[512];
         int64_t dims[1] = {r->nranks};
-        for (int i = 0; r->rank == 0 && i < r->nranks; i++) col[i] = all[i * 6 + k];
+        for (int i = 0; r->rank == 0 && i < r->nranks; i++) col[i] = all[i * NT + k];
         snprintf(path, sizeof path, "%s/timing/%s", g, names[k]);
         TRY(rb_results_write_f64(r->res, path, 1, dims, col, 0, r->err, sizeof r->err));
     }
@@ -370,7 +371,11 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         TRY(rb_rope_schedule(&pp, inv_freq, &info, e, el));
 
         rb_timing tsum = {0, 0, 0, 0}, t;
-        double setup_s = 0;
+        double setup_s = 0, metrics_s = 0;
+        rb_case_metrics *cm = NULL;
+        if (c->metrics_enabled)
+            TRY(rb_metrics_begin(&cm, c, mode, L, H, nq, qpos, &ds, inv_base, inv_freq,
+                                 info.attention_factor, scale, e, el));
         for (int h = 0; h < H; h++) {
             double ts = MPI_Wtime();
             memcpy(qrot, qpre + (size_t)h * nq * row, (size_t)nq * row * sizeof(float));
@@ -396,6 +401,25 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             if (outs)
                 for (size_t i = 0; i < (size_t)nq * row; i++)
                     outs[(size_t)h * nq * row + i] = (float)outd[i];
+            if (cm) {
+                double tm = MPI_Wtime();
+                rc = rb_metrics_head(cm, r->comm, &r->ops, h, qrot, qpre + (size_t)h * nq * row,
+                                     krot, kpre + (size_t)h * n * row, vh, pos, n, &ds,
+                                     lse + (size_t)h * nq, ent + (size_t)h * nq, state, e, el);
+                metrics_s += MPI_Wtime() - tm;
+                if (rc) {
+                    rb_metrics_free(cm);
+                    goto cleanup;
+                }
+            }
+        }
+        if (cm) {
+            double tm = MPI_Wtime();
+            int64_t n_local = mode == RB_MODE_FULL ? nq : (r->rank == 0 ? nq : 0);
+            rc = rb_metrics_write(cm, r->comm, r->res, g, qpos, ent, n_local, e, el);
+            metrics_s += MPI_Wtime() - tm;
+            rb_metrics_free(cm);
+            if (rc) goto cleanup;
         }
 
         /* write: attributes, schedule, rows, timings, inputs; complete=1 last */
@@ -424,7 +448,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             snprintf(path, sizeof path, "%s/rows/output", g);
             TRY(rb_results_write_rows_f32(r->res, path, H, n_rows, d, rr, nr, outs, e, el));
         }
-        TRY(write_timing(r, g, &tsum, setup_s, generate_s));
+        TRY(write_timing(r, g, &tsum, setup_s, generate_s, metrics_s));
         if (kind == RB_DATA_NEEDLE) {
             int64_t nd[1] = {ds.n_needles};
             snprintf(path, sizeof path, "%s/needle", g);

@@ -1,0 +1,648 @@
+/* metrics.c — the metrics of one case (docs/metrics.md): analytic ones from the
+ * schedule, data-driven ones accumulated head by head on every rank, reduced across
+ * ranks and written under /cases/<case>/ through the results interface. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rb_bench.h"
+#include "rb_results.h"
+
+struct rb_case_metrics {
+    const rb_config *cfg;
+    int mode, H, np, d;
+    int64_t L, nq;
+    const int64_t *qpos;      /* probe/full row positions of this rank (full: local) */
+    double scale, attention_factor;
+    const double *inv_base, *inv;
+    /* distance bins */
+    int nbins;
+    int64_t *edges;
+    /* pair norms for E[rho_j]: sums over rotated q rows and k rows, and counts */
+    double *qnorm_sum, *knorm_sum, nq_rows, nk_rows;
+    /* probe metrics (probe mode) */
+    int probe;
+    rb_probe_metrics pm;
+    double *count, *sum_s, *sum_s2, *share_num, *share_den;
+    double *row_min_s, *row_max_abs_s, *row_count; /* [H][nq] */
+    double *lse_all;                               /* [H][nq], every rank */
+    /* needles [H][n] */
+    int n_needles;
+    int64_t needle_key[RB_NEEDLE_MAX], needle_query[RB_NEEDLE_MAX], needle_row[RB_NEEDLE_MAX];
+    double *needle_s, *needle_above;
+    /* precision [H][nq] (root holds entropy_err) */
+    int precision;
+    double *phase_err, *score_err, *bound_ratio, *entropy_err;
+};
+
+static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+
+static void pair_dims(rb_rope_layout layout, int rd, int j, int *a, int *b)
+{
+    if (layout == RB_LAYOUT_NEOX) {
+        *a = j;
+        *b = j + rd / 2;
+    } else {
+        *a = 2 * j;
+        *b = 2 * j + 1;
+    }
+}
+
+/* Add the pair norms of n rows to sum[np]. */
+static void add_pair_norms(const float *x, int64_t n, int d, int rd, rb_rope_layout layout,
+                           double *sum)
+{
+    for (int64_t r = 0; r < n; r++)
+        for (int j = 0; j < rd / 2; j++) {
+            int a, b;
+            pair_dims(layout, rd, j, &a, &b);
+            sum[j] += hypot(x[(size_t)r * d + a], x[(size_t)r * d + b]);
+        }
+}
+
+int rb_metrics_begin(rb_case_metrics **out, const rb_config *c, int mode, int64_t L, int H,
+                     int64_t nq, const int64_t *qpos, const rb_dataset *ds,
+                     const double *inv_base, const double *inv, double attention_factor,
+                     double scale, char *err, size_t errlen)
+{
+    rb_case_metrics *m = zalloc(1, sizeof *m);
+    int rc = RB_OK;
+    if (!m) return rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+    m->cfg = c;
+    m->mode = mode;
+    m->L = L;
+    m->H = H;
+    m->nq = nq;
+    m->qpos = qpos;
+    m->np = c->rotary_dim / 2;
+    m->d = c->head_dim;
+    m->scale = scale;
+    m->attention_factor = attention_factor;
+    m->inv_base = inv_base;
+    m->inv = inv;
+    m->probe = mode == RB_MODE_PROBE;
+    m->edges = zalloc((size_t)c->metrics_distance_bins + 1, sizeof *m->edges);
+    m->qnorm_sum = zalloc((size_t)m->np, sizeof(double));
+    m->knorm_sum = zalloc((size_t)m->np, sizeof(double));
+    if (!m->edges || !m->qnorm_sum || !m->knorm_sum) goto nomem;
+    m->nbins = rb_metrics_bins(L, c->metrics_distance_bins, m->edges);
+    if (m->nbins < 0) {
+        rc = rb_errf(err, errlen, RB_EINVAL, "metrics: seq_len %lld too short for distance bins",
+                     (long long)L);
+        goto cleanup;
+    }
+    if (m->probe) {
+        const size_t nb = (size_t)m->nbins, hq = (size_t)H * (size_t)nq;
+        m->count = zalloc(nb, sizeof(double));
+        m->sum_s = zalloc(nb, sizeof(double));
+        m->sum_s2 = zalloc(nb, sizeof(double));
+        m->share_num = zalloc(nb * (size_t)m->np, sizeof(double));
+        m->share_den = zalloc(nb, sizeof(double));
+        m->row_min_s = zalloc(hq, sizeof(double));
+        m->row_max_abs_s = zalloc(hq, sizeof(double));
+        m->row_count = zalloc(hq, sizeof(double));
+        m->lse_all = zalloc(hq, sizeof(double));
+        if (!m->count || !m->sum_s || !m->sum_s2 || !m->share_num || !m->share_den ||
+            !m->row_min_s || !m->row_max_abs_s || !m->row_count || !m->lse_all)
+            goto nomem;
+        for (size_t i = 0; i < hq; i++) m->row_min_s[i] = INFINITY;
+        if (ds->kind == RB_DATA_NEEDLE) {
+            for (int i = 0; i < ds->n_needles; i++) {
+                /* the probe row that looks for needle i (probe rows include them) */
+                int64_t row = -1;
+                for (int64_t r = 0; r < nq; r++)
+                    if (qpos[r] == ds->query_pos[i]) row = r;
+                if (row < 0) continue;
+                m->needle_key[m->n_needles] = ds->needle_pos[i];
+                m->needle_query[m->n_needles] = ds->query_pos[i];
+                m->needle_row[m->n_needles] = row;
+                m->n_needles++;
+            }
+            m->needle_s = zalloc((size_t)H * (size_t)m->n_needles, sizeof(double));
+            m->needle_above = zalloc((size_t)H * (size_t)m->n_needles, sizeof(double));
+            if (!m->needle_s || !m->needle_above) goto nomem;
+        }
+        m->precision = c->metrics_precision_keys > 0;
+        if (m->precision) {
+            m->phase_err = zalloc(hq, sizeof(double));
+            m->score_err = zalloc(hq, sizeof(double));
+            m->bound_ratio = zalloc(hq, sizeof(double));
+            m->entropy_err = zalloc(hq, sizeof(double));
+            if (!m->phase_err || !m->score_err || !m->bound_ratio || !m->entropy_err)
+                goto nomem;
+        }
+    }
+    *out = m;
+    return RB_OK;
+nomem:
+    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+cleanup:
+    rb_metrics_free(m);
+    return rc;
+}
+
+void rb_metrics_free(rb_case_metrics *m)
+{
+    if (!m) return;
+    double *arrays[] = {m->qnorm_sum, m->knorm_sum, m->count,     m->sum_s,
+                        m->sum_s2,    m->share_num, m->share_den, m->row_min_s,
+                        m->row_max_abs_s, m->row_count, m->lse_all, m->needle_s,
+                        m->needle_above, m->phase_err, m->score_err, m->bound_ratio,
+                        m->entropy_err};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
+    free(m->edges);
+    free(m);
+}
+
+int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
+                    const float *qrot, const float *qpre, const float *krot,
+                    const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
+                    const rb_dataset *ds, const double *lse_root, const double *ent_root,
+                    double *scratch_state, char *err, size_t errlen)
+{
+    const rb_config *c = m->cfg;
+    const int d = m->d, rd = c->rotary_dim;
+    const size_t row = (size_t)d;
+    int rc = RB_OK;
+    float *kn = NULL, *qf = NULL, *kf = NULL, *ks = NULL;
+    int64_t *ksp = NULL;
+    double *lf = NULL, *hf = NULL;
+
+    add_pair_norms(qrot, m->nq, d, rd, c->layout, m->qnorm_sum);
+    add_pair_norms(krot, nk, d, rd, c->layout, m->knorm_sum);
+    if (!m->probe) {
+        m->nq_rows += (double)m->nq;
+        m->nk_rows += (double)nk;
+        return RB_OK;
+    }
+    m->nq_rows += (double)m->nq;
+    m->nk_rows += (double)nk;
+
+    /* every rank needs the final lse of the probe rows */
+    double *lse_h = m->lse_all + (size_t)h * m->nq;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) memcpy(lse_h, lse_root, (size_t)m->nq * sizeof(double));
+    MPI_Bcast(lse_h, (int)m->nq, MPI_DOUBLE, 0, comm);
+
+    /* needle scores from the needle key rows, which any rank can generate */
+    double ns[RB_NEEDLE_MAX];
+    kn = malloc(row * sizeof *kn);
+    if (!kn) goto nomem;
+    for (int i = 0; i < m->n_needles; i++) {
+        if ((rc = rb_dataset_fill(ds, RB_TENSOR_K, h, &m->needle_key[i], 1, kn, err, errlen)))
+            goto cleanup;
+        ops->rope(kn, 1, row, &m->needle_key[i], m->inv, d, rd, c->layout,
+                  m->attention_factor);
+        const float *q = qrot + (size_t)m->needle_row[i] * row;
+        double s = 0;
+        for (int j = 0; j < d; j++) s += (double)q[j] * (double)kn[j];
+        ns[i] = m->scale * s;
+        m->needle_s[(size_t)h * m->n_needles + i] = ns[i];
+    }
+
+    rb_probe_metrics pm;
+    memset(&pm, 0, sizeof pm);
+    pm.d = d;
+    pm.rotary_dim = rd;
+    pm.layout = c->layout;
+    pm.nbins = m->nbins;
+    pm.edges = m->edges;
+    pm.count = m->count;
+    pm.sum_s = m->sum_s;
+    pm.sum_s2 = m->sum_s2;
+    pm.share_num = m->share_num;
+    pm.share_den = m->share_den;
+    pm.row_min_s = m->row_min_s + (size_t)h * m->nq;
+    pm.row_max_abs_s = m->row_max_abs_s + (size_t)h * m->nq;
+    pm.row_count = m->row_count + (size_t)h * m->nq;
+    pm.n_needles = m->n_needles;
+    pm.needle_key_pos = m->needle_key;
+    pm.needle_row = m->needle_row;
+    pm.needle_s = ns;
+    pm.needle_above = m->needle_above + (size_t)h * m->n_needles;
+    if ((rc = rb_probe_metrics_accumulate(qrot, m->qpos, lse_h, m->nq, krot, kpos, nk,
+                                          m->scale, &pm, err, errlen)))
+        goto cleanup;
+
+    if (m->precision) {
+        /* entropy with fp32 phases: the same attention on fp32-phase rotations */
+        qf = malloc((size_t)m->nq * row * sizeof *qf);
+        kf = malloc((size_t)nk * row * sizeof *kf);
+        lf = malloc((size_t)m->nq * sizeof *lf);
+        hf = malloc((size_t)m->nq * sizeof *hf);
+        if (!qf || !kf || !lf || !hf) goto nomem;
+        memcpy(qf, qpre, (size_t)m->nq * row * sizeof *qf);
+        memcpy(kf, kpre, (size_t)nk * row * sizeof *kf);
+        rb_rope_apply_fp32phase(qf, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
+                                m->attention_factor);
+        rb_rope_apply_fp32phase(kf, nk, row, kpos, m->inv, d, rd, c->layout,
+                                m->attention_factor);
+        rb_timing t;
+        if ((rc = rb_probe_attention(comm, 0, ops, qf, m->qpos, m->nq, kf, v, kpos, nk, d,
+                                     m->scale, scratch_state, &t, err, errlen)))
+            goto cleanup;
+        rb_state_finalize(scratch_state, m->nq, d, lf, hf, NULL);
+        for (int64_t r = 0; rank == 0 && r < m->nq; r++)
+            m->entropy_err[(size_t)h * m->nq + r] = hf[r] - ent_root[r];
+        /* score effect of the phases alone, on an evenly spaced sample of local keys */
+        int64_t ns_keys = c->metrics_precision_keys < nk ? c->metrics_precision_keys : nk;
+        ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
+        ksp = malloc((size_t)(ns_keys ? ns_keys : 1) * sizeof *ksp);
+        if (!ks || !ksp) goto nomem;
+        for (int64_t i = 0; i < ns_keys; i++) {
+            int64_t src = (int64_t)((double)i * (double)nk / (double)ns_keys);
+            memcpy(ks + (size_t)i * row, kpre + (size_t)src * row, row * sizeof *ks);
+            ksp[i] = kpos[src];
+        }
+        const size_t off = (size_t)h * m->nq;
+        if (rb_metrics_precision(qpre, m->qpos, m->nq, ks, ksp, ns_keys, m->inv, d, rd,
+                                 c->layout, m->attention_factor, m->scale,
+                                 m->phase_err + off, m->score_err + off,
+                                 m->bound_ratio + off) != RB_OK)
+            goto nomem;
+    }
+    goto cleanup;
+nomem:
+    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+cleanup:
+    free(kn);
+    free(qf);
+    free(kf);
+    free(ks);
+    free(ksp);
+    free(lf);
+    free(hf);
+    return rc;
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+#define TRY(call)                                                                       \
+    do {                                                                                \
+        if ((rc = (call)) != RB_OK) goto cleanup;                                       \
+    } while (0)
+
+/* Write a 1-D float64 dataset g/name held by rank 0. */
+static int put1(rb_results *res, const char *g, const char *name, const double *v,
+                int64_t n, char *err, size_t errlen)
+{
+    char path[1100];
+    int64_t dims[1] = {n};
+    snprintf(path, sizeof path, "%s/%s", g, name);
+    return rb_results_write_f64(res, path, 1, dims, v, 0, err, errlen);
+}
+
+static int put2(rb_results *res, const char *g, const char *name, const double *v,
+                int64_t n0, int64_t n1, char *err, size_t errlen)
+{
+    char path[1100];
+    int64_t dims[2] = {n0, n1};
+    snprintf(path, sizeof path, "%s/%s", g, name);
+    return rb_results_write_f64(res, path, 2, dims, v, 0, err, errlen);
+}
+
+/* In-place reduction to rank 0 (root keeps the result). */
+static void reduce(double *v, int64_t n, MPI_Op op, MPI_Comm comm)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    if (n <= 0) return;
+    if (rank == 0)
+        MPI_Reduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, op, 0, comm);
+    else
+        MPI_Reduce(v, NULL, (int)n, MPI_DOUBLE, op, 0, comm);
+}
+
+/* Bin centre: 0 for [0,1), else the geometric mean of the bin's first and last
+ * distance, rounded. */
+static double bin_centre(const int64_t *edges, int b)
+{
+    if (edges[b + 1] - edges[b] <= 1) return (double)edges[b];
+    return round(sqrt((double)edges[b] * (double)(edges[b + 1] - 1)));
+}
+
+int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const char *case_g,
+                     const int64_t *row_pos, const double *entropy, int64_t n_local,
+                     char *err, size_t errlen)
+{
+    const rb_config *c = m->cfg;
+    const int np = m->np, nb = m->nbins, H = m->H;
+    int rc = RB_OK, rank;
+    char g[512];
+    MPI_Comm_rank(comm, &rank);
+    double *a = NULL, *b = NULL, *cc = NULL, *dd = NULL, *e = NULL, *f = NULL, *w = NULL;
+    double *dist = NULL, *lo = NULL, *hi = NULL, *tmp = NULL;
+    int *band = NULL, *ood = NULL;
+    const size_t nbuf = (size_t)(np > nb ? np : nb) * 4 + 64 + (size_t)H * (size_t)m->nq;
+    a = zalloc(nbuf, sizeof *a);
+    b = zalloc(nbuf, sizeof *b);
+    cc = zalloc(nbuf, sizeof *cc);
+    dd = zalloc(nbuf, sizeof *dd);
+    e = zalloc(nbuf, sizeof *e);
+    f = zalloc(nbuf, sizeof *f);
+    w = zalloc((size_t)np, sizeof *w);
+    dist = zalloc((size_t)nb, sizeof *dist);
+    lo = zalloc((size_t)nb, sizeof *lo);
+    hi = zalloc((size_t)nb, sizeof *hi);
+    tmp = zalloc((size_t)nb * 3 + 8, sizeof *tmp);
+    band = zalloc((size_t)np, sizeof *band);
+    ood = zalloc((size_t)np, sizeof *ood);
+    if (!a || !b || !cc || !dd || !e || !f || !w || !dist || !lo || !hi || !tmp || !band ||
+        !ood) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+        goto cleanup;
+    }
+    for (int i = 0; i < nb; i++) {
+        dist[i] = bin_centre(m->edges, i);
+        lo[i] = (double)m->edges[i];
+        hi[i] = (double)m->edges[i + 1];
+    }
+
+    /* ---- 1. per-pair phase table */
+    snprintf(g, sizeof g, "%s/phase/pairs", case_g);
+    int crit = rb_metrics_phase_pairs(m->inv_base, m->inv, np, c->original_ctx, m->L, a, b,
+                                      cc, ood);
+    for (int j = 0; j < np; j++) {
+        dd[j] = 2.0 * M_PI / m->inv[j];
+        e[j] = ood[j];
+    }
+    TRY(put1(res, g, "inv_freq_base", m->inv_base, np, err, errlen));
+    TRY(put1(res, g, "inv_freq", m->inv, np, err, errlen));
+    TRY(put1(res, g, "wavelength", dd, np, err, errlen));
+    TRY(put1(res, g, "trained_span", a, np, err, errlen));
+    TRY(put1(res, g, "max_phase", b, np, err, errlen));
+    TRY(put1(res, g, "turns", cc, np, err, errlen));
+    TRY(put1(res, g, "ood", e, np, err, errlen));
+    TRY(rb_results_attr_i64(res, g, "critical_pair", crit, err, errlen));
+
+    /* ---- 2. phase distance to the trained set, weights E[rho_j] = E|q_j| E|k_j| */
+    double qn = m->nq_rows, kn = m->nk_rows;
+    /* keys are sharded; probe rows are the same on every rank, full rows sharded */
+    MPI_Allreduce(MPI_IN_PLACE, m->knorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &kn, 1, MPI_DOUBLE, MPI_SUM, comm);
+    if (!m->probe) {
+        MPI_Allreduce(MPI_IN_PLACE, m->qnorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
+        MPI_Allreduce(MPI_IN_PLACE, &qn, 1, MPI_DOUBLE, MPI_SUM, comm);
+    }
+    for (int j = 0; j < np; j++)
+        w[j] = (qn > 0 ? m->qnorm_sum[j] / qn : 0) * (kn > 0 ? m->knorm_sum[j] / kn : 0);
+    rb_metrics_bands(m->inv_base, np, c->original_ctx, c->beta_fast, c->beta_slow, band);
+    snprintf(g, sizeof g, "%s/phase/by_distance", case_g);
+    /* a = D, tmp = D_band [3][nb], b = ood count, cc = ood energy */
+    TRY(rb_metrics_phase_distance(m->inv_base, m->inv, w, band, np, c->original_ctx, dist, nb,
+                                  a, tmp, b, cc, err, errlen));
+    TRY(put1(res, g, "distance", dist, nb, err, errlen));
+    TRY(put1(res, g, "D", a, nb, err, errlen));
+    TRY(put1(res, g, "D_high", tmp, nb, err, errlen));
+    TRY(put1(res, g, "D_mid", tmp + nb, nb, err, errlen));
+    TRY(put1(res, g, "D_low", tmp + 2 * nb, nb, err, errlen));
+    TRY(put1(res, g, "ood_frac_count", b, nb, err, errlen));
+    TRY(put1(res, g, "ood_frac_energy", cc, nb, err, errlen));
+    TRY(put1(res, g, "weight", w, np, err, errlen));
+    for (int j = 0; j < np; j++) e[j] = band[j];
+    TRY(put1(res, g, "band", e, np, err, errlen));
+
+    /* ---- 3. entropy by position bins (log-spaced positions) */
+    {
+        int npb = c->metrics_position_bins;
+        int64_t *pe = zalloc((size_t)npb + 1, sizeof *pe);
+        if (!pe) {
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            goto cleanup;
+        }
+        int nbp = rb_metrics_bins(m->L, npb, pe);
+        /* per bin: count, sum, sum2, min, max, sum of normalized */
+        double *st = zalloc((size_t)nbp * 6, sizeof *st);
+        if (!st) {
+            free(pe);
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            goto cleanup;
+        }
+        for (int i = 0; i < nbp; i++) {
+            st[i * 6 + 3] = INFINITY;
+            st[i * 6 + 4] = -INFINITY;
+        }
+        for (int h = 0; h < H; h++)
+            for (int64_t r = 0; r < n_local; r++) {
+                const int64_t p = row_pos[r];
+                int bi = 0;
+                while (bi + 1 < nbp && pe[bi + 1] <= p) bi++;
+                const double x = entropy[(size_t)h * n_local + r];
+                double *s = st + bi * 6;
+                s[0] += 1;
+                s[1] += x;
+                s[2] += x * x;
+                if (x < s[3]) s[3] = x;
+                if (x > s[4]) s[4] = x;
+                if (p > 0) s[5] += x / log((double)p + 1.0);
+            }
+        double *sums = zalloc((size_t)nbp * 4, sizeof *sums);
+        double *mins = zalloc((size_t)nbp, sizeof *mins), *maxs = zalloc((size_t)nbp, sizeof *maxs);
+        if (!sums || !mins || !maxs) {
+            free(pe); free(st); free(sums); free(mins); free(maxs);
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            goto cleanup;
+        }
+        for (int i = 0; i < nbp; i++) {
+            sums[i * 4 + 0] = st[i * 6 + 0];
+            sums[i * 4 + 1] = st[i * 6 + 1];
+            sums[i * 4 + 2] = st[i * 6 + 2];
+            sums[i * 4 + 3] = st[i * 6 + 5];
+            mins[i] = st[i * 6 + 3];
+            maxs[i] = st[i * 6 + 4];
+        }
+        reduce(sums, (int64_t)nbp * 4, MPI_SUM, comm);
+        reduce(mins, nbp, MPI_MIN, comm);
+        reduce(maxs, nbp, MPI_MAX, comm);
+        /* rows of bins with rows only */
+        double *o[8];
+        int oom = 0;
+        for (int k = 0; k < 8; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
+        if (oom) {
+            for (int k = 0; k < 8; k++) free(o[k]);
+            free(pe); free(st); free(sums); free(mins); free(maxs);
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            goto cleanup;
+        }
+        int nk = 0;
+        for (int i = 0; rank == 0 && i < nbp; i++) {
+            const double cnt = sums[i * 4];
+            if (cnt <= 0) continue;
+            const double mean = sums[i * 4 + 1] / cnt;
+            /* positions of bin i that had rows: count rows with p >= 1 for normalized */
+            o[0][nk] = bin_centre(pe, i);
+            o[1][nk] = cnt;
+            o[2][nk] = mean;
+            o[3][nk] = mins[i];
+            o[4][nk] = maxs[i];
+            o[5][nk] = sqrt(fmax(0.0, sums[i * 4 + 2] / cnt - mean * mean));
+            o[6][nk] = pe[i] == 0 && pe[i + 1] == 1 ? NAN : sums[i * 4 + 3] / cnt;
+            o[7][nk] = (double)pe[i];
+            nk++;
+        }
+        MPI_Bcast(&nk, 1, MPI_INT, 0, comm);
+        snprintf(g, sizeof g, "%s/entropy/by_position", case_g);
+        static const char *names[8] = {"position", "count", "mean", "min",
+                                       "max", "std", "mean_normalized", "bin_start"};
+        for (int k = 0; k < 8 && rc == RB_OK; k++) rc = put1(res, g, names[k], o[k], nk, err, errlen);
+        for (int k = 0; k < 8; k++) free(o[k]);
+        free(pe);
+        free(st);
+        free(sums);
+        free(mins);
+        free(maxs);
+        if (rc) goto cleanup;
+    }
+
+    /* ---- 4. score decay by distance: analytic bounds (+ data in probe mode) */
+    snprintf(g, sizeof g, "%s/decay/by_distance", case_g);
+    rb_metrics_decay_bounds(m->inv, np, dist, nb, a, b);
+    TRY(put1(res, g, "distance", dist, nb, err, errlen));
+    TRY(put1(res, g, "bin_start", lo, nb, err, errlen));
+    TRY(put1(res, g, "bin_end", hi, nb, err, errlen));
+    TRY(put1(res, g, "roformer_bound", a, nb, err, errlen));
+    TRY(put1(res, g, "B", b, nb, err, errlen));
+    TRY(rb_results_attr_i64(res, g, "first_negative_B",
+                            rb_metrics_first_negative_B(m->inv, np, m->L), err, errlen));
+    if (m->probe) {
+        reduce(m->count, nb, MPI_SUM, comm);
+        reduce(m->sum_s, nb, MPI_SUM, comm);
+        reduce(m->sum_s2, nb, MPI_SUM, comm);
+        for (int i = 0; i < nb; i++) {
+            const double n = m->count[i];
+            cc[i] = n > 0 ? m->sum_s[i] / n : NAN;
+            dd[i] = n > 1 ? sqrt(fmax(0.0, m->sum_s2[i] / n - cc[i] * cc[i])) : NAN;
+        }
+        TRY(put1(res, g, "count", m->count, nb, err, errlen));
+        TRY(put1(res, g, "mean_score", cc, nb, err, errlen));
+        TRY(put1(res, g, "std_score", dd, nb, err, errlen));
+
+        /* ---- 5. per-pair attention share by distance */
+        reduce(m->share_num, (int64_t)nb * np, MPI_SUM, comm);
+        reduce(m->share_den, nb, MPI_SUM, comm);
+        double *share = zalloc((size_t)nb * (size_t)np, sizeof *share);
+        if (!share) {
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            goto cleanup;
+        }
+        for (int i = 0; i < nb; i++)
+            for (int j = 0; j < np; j++)
+                share[(size_t)i * np + j] = m->share_den[i] > 0
+                                                ? m->share_num[(size_t)i * np + j] / m->share_den[i]
+                                                : NAN;
+        snprintf(g, sizeof g, "%s/pair_share", case_g);
+        rc = put2(res, g, "share", share, nb, np, err, errlen);
+        free(share);
+        if (rc) goto cleanup;
+        TRY(put1(res, g, "distance", dist, nb, err, errlen));
+        TRY(put1(res, g, "weight_sum", m->share_den, nb, err, errlen));
+
+        /* ---- 8. softmax floor per probe row (min over heads of the ratio) */
+        const int64_t hq = (int64_t)H * m->nq;
+        reduce(m->row_min_s, hq, MPI_MIN, comm);
+        reduce(m->row_max_abs_s, hq, MPI_MAX, comm);
+        reduce(m->row_count, hq, MPI_SUM, comm);
+        double *pos = a, *mwn = b, *flo = cc, *rat = dd;
+        for (int64_t r = 0; r < m->nq; r++) {
+            pos[r] = (double)m->qpos[r];
+            mwn[r] = flo[r] = rat[r] = NAN;
+            for (int h = 0; h < H; h++) {
+                const size_t i = (size_t)h * m->nq + r;
+                const double n = m->row_count[i];
+                if (n <= 0) continue;
+                const double x = exp(m->row_min_s[i] - m->lse_all[i]) * n;
+                const double fl = exp(-2.0 * m->row_max_abs_s[i]);
+                const double ra = x / fl;
+                if (isnan(rat[r]) || ra < rat[r]) {
+                    rat[r] = ra;
+                    mwn[r] = x;
+                    flo[r] = fl;
+                }
+            }
+        }
+        snprintf(g, sizeof g, "%s/softmax_floor", case_g);
+        TRY(put1(res, g, "position", pos, m->nq, err, errlen));
+        TRY(put1(res, g, "min_weight_times_n", mwn, m->nq, err, errlen));
+        TRY(put1(res, g, "floor", flo, m->nq, err, errlen));
+        TRY(put1(res, g, "ratio", rat, m->nq, err, errlen));
+
+        /* ---- 6. needles */
+        if (m->n_needles > 0) {
+            const int nn = m->n_needles;
+            reduce(m->needle_above, (int64_t)H * nn, MPI_SUM, comm);
+            double *cols[8];
+            int oom = 0;
+            for (int k = 0; k < 8; k++) oom |= !(cols[k] = zalloc((size_t)H * nn, sizeof(double)));
+            if (oom) {
+                for (int k = 0; k < 8; k++) free(cols[k]);
+                rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+                goto cleanup;
+            }
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < nn; i++) {
+                    const size_t k = (size_t)h * nn + i;
+                    cols[0][k] = h;
+                    cols[1][k] = (double)m->needle_query[i];
+                    cols[2][k] = (double)m->needle_key[i];
+                    cols[3][k] = (double)(m->needle_query[i] - m->needle_key[i]);
+                    cols[4][k] = exp(m->needle_s[k] - m->lse_all[(size_t)h * m->nq + m->needle_row[i]]);
+                    cols[5][k] = m->needle_above[k] + 1.0;
+                    cols[6][k] = cols[5][k] == 1.0;
+                    cols[7][k] = m->needle_s[k];
+                }
+            snprintf(g, sizeof g, "%s/needles", case_g);
+            static const char *names[8] = {"head", "query_pos", "needle_pos", "distance",
+                                           "mass", "rank", "hit", "score"};
+            for (int k = 0; k < 8 && rc == RB_OK; k++)
+                rc = put1(res, g, names[k], cols[k], (int64_t)H * nn, err, errlen);
+            for (int k = 0; k < 8; k++) free(cols[k]);
+            if (rc) goto cleanup;
+        }
+
+        /* ---- 7. phase precision per probe row (max over heads) */
+        if (m->precision) {
+            reduce(m->score_err, hq, MPI_MAX, comm);
+            reduce(m->bound_ratio, hq, MPI_MAX, comm);
+            double *pe = b, *se = cc, *ee = dd, *br = e;
+            for (int64_t r = 0; r < m->nq; r++) {
+                pe[r] = se[r] = ee[r] = br[r] = 0;
+                for (int h = 0; h < H; h++) {
+                    const size_t i = (size_t)h * m->nq + r;
+                    pe[r] = fmax(pe[r], m->phase_err[i]);
+                    se[r] = fmax(se[r], m->score_err[i]);
+                    ee[r] = fabs(m->entropy_err[i]) > fabs(ee[r]) ? m->entropy_err[i] : ee[r];
+                    br[r] = fmax(br[r], m->bound_ratio[i]);
+                }
+            }
+            snprintf(g, sizeof g, "%s/precision", case_g);
+            TRY(put1(res, g, "position", a, m->nq, err, errlen));
+            TRY(put1(res, g, "phase_err_max", pe, m->nq, err, errlen));
+            TRY(put1(res, g, "score_err_max", se, m->nq, err, errlen));
+            TRY(put1(res, g, "entropy_err", ee, m->nq, err, errlen));
+            TRY(put1(res, g, "bound_ratio_max", br, m->nq, err, errlen));
+            double bmax = 0;
+            for (int64_t r = 0; r < m->nq; r++) bmax = fmax(bmax, br[r]);
+            MPI_Bcast(&bmax, 1, MPI_DOUBLE, 0, comm);
+            TRY(rb_results_attr_f64(res, g, "bound_ratio_max", bmax, err, errlen));
+            TRY(rb_results_attr_i64(res, g, "sampled_keys_per_rank",
+                                    c->metrics_precision_keys, err, errlen));
+        }
+    }
+cleanup:
+    free(a);
+    free(b);
+    free(cc);
+    free(dd);
+    free(e);
+    free(f);
+    free(w);
+    free(dist);
+    free(lo);
+    free(hi);
+    free(tmp);
+    free(band);
+    free(ood);
+    return rc;
+}
