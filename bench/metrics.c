@@ -457,11 +457,11 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         reduce(mins, nbp, MPI_MIN, comm);
         reduce(maxs, nbp, MPI_MAX, comm);
         /* rows of bins with rows only */
-        double *o[8];
+        double *o[9];
         int oom = 0;
-        for (int k = 0; k < 8; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
+        for (int k = 0; k < 9; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
         if (oom) {
-            for (int k = 0; k < 8; k++) free(o[k]);
+            for (int k = 0; k < 9; k++) free(o[k]);
             free(pe); free(st); free(sums); free(mins); free(maxs);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
@@ -480,14 +480,16 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             o[5][nk] = sqrt(fmax(0.0, sums[i * 4 + 2] / cnt - mean * mean));
             o[6][nk] = pe[i] == 0 && pe[i + 1] == 1 ? NAN : sums[i * 4 + 3] / cnt;
             o[7][nk] = (double)pe[i];
+            o[8][nk] = (double)pe[i + 1];
             nk++;
         }
         MPI_Bcast(&nk, 1, MPI_INT, 0, comm);
         snprintf(g, sizeof g, "%s/entropy/by_position", case_g);
-        static const char *names[8] = {"position", "count", "mean", "min",
-                                       "max", "std", "mean_normalized", "bin_start"};
-        for (int k = 0; k < 8 && rc == RB_OK; k++) rc = put1(res, g, names[k], o[k], nk, err, errlen);
-        for (int k = 0; k < 8; k++) free(o[k]);
+        static const char *names[9] = {"position", "count",           "mean",
+                                       "min",      "max",             "std",
+                                       "mean_normalized", "bin_start", "bin_end"};
+        for (int k = 0; k < 9 && rc == RB_OK; k++) rc = put1(res, g, names[k], o[k], nk, err, errlen);
+        for (int k = 0; k < 9; k++) free(o[k]);
         free(pe);
         free(st);
         free(sums);

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""compare_metrics.py — the metrics of two results files of the same study (e.g. 1 and 4
+ranks) must agree: analytic groups (phase/*, decay B, roformer_bound) within 1e-9 and
+data-driven ones within 1e-5, as |x - y| / max(|x|, |y|, 1). precision/score_err_max and
+bound_ratio_max are left out: they come from a per-rank sample of keys, which depends
+on the rank count by design (docs/metrics.md).
+
+usage: compare_metrics.py A.h5 B.h5
+"""
+import sys
+
+import h5py
+import numpy as np
+
+GROUPS = ["entropy", "phase", "decay", "pair_share", "needles", "softmax_floor", "precision"]
+SKIP = {"precision/score_err_max", "precision/bound_ratio_max"}
+ANALYTIC = ("phase/", "decay/by_distance/B", "decay/by_distance/roformer_bound",
+            "decay/by_distance/distance", "decay/by_distance/bin_")
+
+
+def datasets(g, prefix=""):
+    out = {}
+    for k, v in g.items():
+        p = f"{prefix}{k}"
+        if isinstance(v, h5py.Group):
+            out.update(datasets(v, p + "/"))
+        else:
+            out[p] = v[()]
+    return out
+
+
+def main():
+    passed = failed = 0
+    with h5py.File(sys.argv[1], "r") as fa, h5py.File(sys.argv[2], "r") as fb:
+        for name in sorted(fa["cases"]):
+            ca, cb = fa["cases"][name], fb["cases"].get(name)
+            if cb is None:
+                print(f"FAIL {name}: missing in {sys.argv[2]}")
+                failed += 1
+                continue
+            for grp in GROUPS:
+                if grp not in ca:
+                    continue
+                da, db = datasets(ca[grp], grp + "/"), datasets(cb[grp], grp + "/")
+                if set(da) != set(db):
+                    print(f"FAIL {name}/{grp}: datasets differ {sorted(set(da) ^ set(db))}")
+                    failed += 1
+                    continue
+                for k in sorted(da):
+                    if k in SKIP:
+                        continue
+                    x, y = np.asarray(da[k], float), np.asarray(db[k], float)
+                    tol = 1e-9 if k.startswith(ANALYTIC) else 1e-5
+                    if x.shape != y.shape:
+                        print(f"FAIL {name}/{k}: shapes {x.shape} vs {y.shape}")
+                        failed += 1
+                        continue
+                    same = (np.isnan(x) & np.isnan(y)) | (x == y)
+                    e = np.where(same, 0, np.abs(x - y) / np.maximum(np.maximum(abs(x), abs(y)), 1))
+                    if e.size and e.max() > tol:
+                        i = np.unravel_index(np.argmax(e), e.shape)
+                        print(f"FAIL {name}/{k} at {i}: {x[i]!r} vs {y[i]!r} (err {e[i]:.3g} > {tol:g})")
+                        failed += 1
+                    else:
+                        passed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
