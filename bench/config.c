@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rb_bench.h"
@@ -54,6 +55,10 @@ static const rb_key RB_KEYS[] = {
     {"needle", "positions", "-2,-17,-129,-1025,-4001"},
     {"needle", "query_positions", "-1,-1,-1,-1,-1"},
     {"needle", "strength", "1.0"},
+    {"spectral", "profile", "low"},
+    {"spectral", "amplitudes", ""},
+    {"spectral", "coherence", "1"},
+    {"file", "path", ""},
 };
 #define RB_NKEYS ((int)(sizeof RB_KEYS / sizeof RB_KEYS[0]))
 
@@ -449,7 +454,8 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     c->heads = (int)x;
     if ((rc = parse_name_list(V("study", "datasets"), K("study", "datasets"),
-                              rb_dataset_kind_parse, "gaussian, needle", tmp, 2,
+                              rb_dataset_kind_parse, "gaussian, needle, spectral, file",
+                              tmp, RB_DATA_COUNT,
                               &c->n_datasets, err, errlen)))
         return rc;
     for (int k = 0; k < c->n_datasets; k++) c->datasets[k] = (rb_dataset_kind)tmp[k];
@@ -529,6 +535,53 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         if (c->datasets[k] == RB_DATA_NEEDLE && c->n_needles == 0)
             return rb_errf(err, errlen, RB_EINVAL,
                            "needle.positions: empty, but study.datasets includes needle");
+
+    /* [spectral] */
+    if ((rc = parse_name_list(V("spectral", "profile"), K("spectral", "profile"),
+                              rb_spectral_profile_parse, "flat, low, high, list", tmp, 1, &n,
+                              err, errlen)))
+        return rc;
+    c->spectral_profile = (rb_spectral_profile)tmp[0];
+    if ((rc = parse_f64_list(V("spectral", "amplitudes"), K("spectral", "amplitudes"), 0,
+                             1e6, c->spectral_amplitudes, RB_SPECTRAL_MAX_PAIRS,
+                             &c->n_spectral_amplitudes, err, errlen)))
+        return rc;
+    if ((rc = parse_f64(V("spectral", "coherence"), K("spectral", "coherence"), 0, 1,
+                        &c->spectral_coherence, err, errlen)))
+        return rc;
+    if (c->spectral_profile == RB_SPECTRAL_LIST) {
+        double e = 0;
+        for (int k = 0; k < c->n_spectral_amplitudes; k++)
+            e += c->spectral_amplitudes[k] * c->spectral_amplitudes[k];
+        if (c->n_spectral_amplitudes != c->rotary_dim / 2)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "spectral.amplitudes: profile list needs %d values "
+                           "(rotary_dim/2), got %d",
+                           c->rotary_dim / 2, c->n_spectral_amplitudes);
+        if (e == 0)
+            return rb_errf(err, errlen, RB_EINVAL, "spectral.amplitudes: all values are 0");
+    }
+
+    /* [file]: the path must name a readable file; its contents are checked (collective
+     * HDF5 open) once the ranks are up */
+    {
+        char *pth = trim(V("file", "path"));
+        int uses_file = 0;
+        for (int k = 0; k < c->n_datasets; k++) uses_file |= c->datasets[k] == RB_DATA_FILE;
+        if (strlen(pth) >= sizeof c->file_path)
+            return rb_errf(err, errlen, RB_EINVAL, "file.path: longer than %zu characters",
+                           sizeof c->file_path - 1);
+        snprintf(c->file_path, sizeof c->file_path, "%s", pth);
+        struct stat st;
+        if (uses_file && !*pth)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "file.path: empty, but study.datasets includes file");
+        if (uses_file && (stat(pth, &st) != 0 || access(pth, R_OK) != 0))
+            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': cannot read: %s", pth,
+                           strerror(errno));
+        if (uses_file && !S_ISREG(st.st_mode))
+            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': not a regular file", pth);
+    }
 #undef K
 #undef V
     return RB_OK;

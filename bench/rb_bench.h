@@ -41,7 +41,7 @@ typedef struct {
     int modes[2];            /* modes[RB_MODE_FULL], modes[RB_MODE_PROBE]: enabled? */
     int heads;
     int n_datasets;
-    rb_dataset_kind datasets[2];
+    rb_dataset_kind datasets[RB_DATA_COUNT];
     uint64_t seed;
     int probe_rows;          /* number of log-spaced probe rows */
     int n_probe_positions;   /* user-given probe positions (negative: from the end) */
@@ -60,6 +60,13 @@ typedef struct {
     int64_t needle_positions[RB_NEEDLE_MAX];   /* negative: from the end */
     int64_t needle_queries[RB_NEEDLE_MAX];
     double needle_strength;
+    /* [spectral] */
+    rb_spectral_profile spectral_profile;
+    int n_spectral_amplitudes;
+    double spectral_amplitudes[RB_SPECTRAL_MAX_PAIRS];
+    double spectral_coherence;
+    /* [file] */
+    char file_path[4096];
     /* the resolved configuration as INI text (every key, final values) */
     char *text;
 } rb_config;

@@ -163,6 +163,34 @@ static void dataset_for(const rb_config *c, rb_dataset_kind kind, int64_t L,
             ds->query_pos[i] = resolve_pos(c->needle_queries[i], L);
         }
     }
+    ds->rotary_dim = c->rotary_dim;
+    ds->layout = c->layout;
+    ds->profile = c->spectral_profile;
+    ds->n_amplitudes = c->n_spectral_amplitudes;
+    memcpy(ds->amplitudes, c->spectral_amplitudes, sizeof ds->amplitudes);
+    ds->coherence = c->spectral_coherence;
+    ds->path = c->file_path;
+}
+
+/* With the file dataset listed: open it (collective; checks q, k, v against the heads and
+ * the longest case) and close it again, so a bad file stops the run before any case. */
+static int check_file_dataset(const rb_config *c, MPI_Comm comm, char *err, size_t errlen)
+{
+    int64_t maxL = 1;
+    for (int k = 0; c->modes[RB_MODE_FULL] && k < c->n_full_lens; k++)
+        if (c->full_lens[k] > maxL) maxL = c->full_lens[k];
+    for (int k = 0; c->modes[RB_MODE_PROBE] && k < c->n_probe_lens; k++)
+        if (c->probe_lens[k] > maxL) maxL = c->probe_lens[k];
+    for (int k = 0; k < c->n_datasets; k++) {
+        if (c->datasets[k] != RB_DATA_FILE) continue;
+        rb_dataset ds;
+        rb_dataset_source *src = NULL;
+        dataset_for(c, RB_DATA_FILE, maxL, &ds);
+        int rc = rb_dataset_open(&src, &ds, comm, c->heads, maxL, err, errlen);
+        rb_dataset_close(src);
+        return rc;
+    }
+    return RB_OK;
 }
 
 static void progress_step(int step, int nsteps, void *user)
@@ -270,6 +298,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     size_t el = sizeof r->err;
     int rc = RB_OK;
     rb_dataset ds;
+    rb_dataset_source *src = NULL;
     rb_shard_run runs[RB_SHARD_MAX_RUNS], root_run[1];
     int nruns = rb_shard_runs(c->shard_layout, L, r->nranks, r->rank, runs);
     int64_t *pos = NULL, *qpos = NULL;
@@ -309,6 +338,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     }
 
     dataset_for(c, kind, L, &ds);
+    TRY(rb_dataset_open(&src, &ds, r->comm, H, L, e, el)); /* collective (file) */
     pos = malloc((size_t)n * sizeof *pos);
     if (!pos) goto nomem;
     for (int64_t i = 0; i < n; i++)
@@ -339,9 +369,9 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     }
     for (int h = 0; h < H; h++) {
         size_t off = (size_t)h * (size_t)n * row;
-        TRY(rb_dataset_fill(&ds, RB_TENSOR_K, h, pos, n, kpre + off, e, el));
-        TRY(rb_dataset_fill(&ds, RB_TENSOR_V, h, pos, n, vpre + off, e, el));
-        TRY(rb_dataset_fill(&ds, RB_TENSOR_Q, h, qpos, nq, qpre + (size_t)h * nq * row, e,
+        TRY(rb_dataset_read(src, RB_TENSOR_K, h, pos, n, kpre + off, e, el));
+        TRY(rb_dataset_read(src, RB_TENSOR_V, h, pos, n, vpre + off, e, el));
+        TRY(rb_dataset_read(src, RB_TENSOR_Q, h, qpos, nq, qpre + (size_t)h * nq * row, e,
                             el));
     }
     double generate_s = MPI_Wtime() - t0;
@@ -465,7 +495,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                 qd = malloc((size_t)H * (size_t)n * row * sizeof(float));
                 if (!qd) goto nomem;
                 for (int h = 0; h < H && rc == RB_OK; h++)
-                    rc = rb_dataset_fill(&ds, RB_TENSOR_Q, h, pos, n,
+                    rc = rb_dataset_read(src, RB_TENSOR_Q, h, pos, n,
                                          qd + (size_t)h * n * row, e, el);
             }
             static const char *tn[3] = {"q", "k", "v"};
@@ -500,6 +530,7 @@ nomem:
     rc = rb_errf(e, el, RB_ENOMEM, "out of memory for a case of %lld tokens",
                  (long long)L);
 cleanup:
+    rb_dataset_close(src);
     if (qpos != pos) free(qpos);
     free(pos);
     free(kpre);
@@ -840,6 +871,7 @@ int rb_cmd_run(int argc, char **argv)
         MPI_Comm_free(&node);
         MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, r.comm);
         rc = rb_config_check_ranks(&cfg, r.nranks, most, r.err, sizeof r.err);
+        if (rc == RB_OK) rc = check_file_dataset(&cfg, r.comm, r.err, sizeof r.err);
     }
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);

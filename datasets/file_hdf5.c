@@ -1,0 +1,342 @@
+/* file_hdf5.c — rows of any dataset through rb_dataset_open/read/close: generated kinds
+ * via rb_dataset_fill, `file` read in parallel from HDF5 (MPI-IO driver, collective
+ * hyperslab reads of each rank's rows). The only MPI and HDF5 code of datasets/. */
+#include "rb_datasets.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "rb_kernels.h"
+
+#define MSG_LEN 512
+
+static const char *const tensor_names[3] = {"q", "k", "v"};
+
+struct rb_dataset_source {
+    rb_dataset ds;
+    char *path;   /* owned copy of ds.path (file) */
+    MPI_Comm comm;
+    int heads;
+    int64_t seq_len;
+    hid_t file, dset[3], dxpl;
+};
+
+/* Collective agreement on a local result: if any rank failed, every rank returns the
+ * code and message of the lowest failing rank (copied into err). */
+static int agree(MPI_Comm comm, int rc, const char *msg, char *err, size_t errlen)
+{
+    int rank, me, first;
+    MPI_Comm_rank(comm, &rank);
+    me = rc != RB_OK ? rank : INT_MAX;
+    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == INT_MAX)
+        return RB_OK;
+    char buf[MSG_LEN];
+    int code = rc;
+    snprintf(buf, sizeof buf, "%s", rank == first ? msg : "");
+    MPI_Bcast(&code, 1, MPI_INT, first, comm);
+    MPI_Bcast(buf, MSG_LEN, MPI_CHAR, first, comm);
+    buf[MSG_LEN - 1] = '\0';
+    return rb_errf(err, errlen, code, "%s", buf);
+}
+
+/* "float32", "int32", "uint8", "string", ... for a message. */
+static void type_name(hid_t type, char *buf, size_t len)
+{
+    H5T_class_t c = H5Tget_class(type);
+    size_t bits = H5Tget_size(type) * 8;
+    switch (c) {
+    case H5T_INTEGER:
+        snprintf(buf, len, "%s%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", bits);
+        break;
+    case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
+    case H5T_STRING: snprintf(buf, len, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, len, "compound"); break;
+    case H5T_ENUM: snprintf(buf, len, "enum"); break;
+    case H5T_ARRAY: snprintf(buf, len, "array"); break;
+    default: snprintf(buf, len, "non-numeric (HDF5 class %d)", (int)c); break;
+    }
+}
+
+/* Open dataset `name` of s->file and check rank, type and dims (local; the same result
+ * on every rank). */
+static int check_dataset(rb_dataset_source *s, int t, char *msg)
+{
+    const char *name = tensor_names[t], *p = s->path;
+    hid_t space = H5I_INVALID_HID, type = H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK];
+    char tn[64];
+    int rc = RB_OK;
+    if (H5Lexists(s->file, name, H5P_DEFAULT) <= 0) {
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                     "%s: no dataset '%s' (expected datasets q, k, v of shape "
+                     "[heads][seq][head_dim])", p, name);
+        goto cleanup;
+    }
+    s->dset[t] = H5Dopen2(s->file, name, H5P_DEFAULT);
+    if (s->dset[t] < 0) {
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: '%s' is not a dataset", p, name);
+        goto cleanup;
+    }
+    space = H5Dget_space(s->dset[t]);
+    type = H5Dget_type(s->dset[t]);
+    int nd = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    if (nd < 0 || type < 0) {
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: cannot read the shape of dataset %s", p,
+                     name);
+        goto cleanup;
+    }
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    char shape[256] = "";
+    size_t sl = 0;
+    for (int i = 0; i < nd && sl < sizeof shape - 24; i++)
+        sl += (size_t)snprintf(shape + sl, sizeof shape - sl, "[%llu]",
+                               (unsigned long long)dims[i]);
+    if (nd != 3) {
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                     "%s: dataset %s has rank %d (shape %s), expected 3: "
+                     "[heads][seq][head_dim]", p, name, nd, nd ? shape : "scalar");
+        goto cleanup;
+    }
+    size_t size = H5Tget_size(type);
+    if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2)) {
+        type_name(type, tn, sizeof tn);
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                     "%s: dataset %s has type %s, expected float32 or float16", p, name, tn);
+        goto cleanup;
+    }
+    if (dims[0] < (hsize_t)s->heads || dims[1] < (hsize_t)s->seq_len ||
+        dims[2] != (hsize_t)s->ds.head_dim) {
+        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                     "%s: dataset %s has shape %s, expected [>=%d][>=%lld][%d] "
+                     "([heads][seq][head_dim])", p, name, shape, s->heads,
+                     (long long)s->seq_len, s->ds.head_dim);
+        goto cleanup;
+    }
+cleanup:
+    if (type >= 0) H5Tclose(type);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+/* Opens s->path collectively and checks q, k, v; the result agreed on all ranks. */
+static int open_file(rb_dataset_source *s, char *err, size_t errlen)
+{
+    char msg[MSG_LEN] = "";
+    hid_t fapl = H5I_INVALID_HID;
+    int rc = RB_OK;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (access(s->path, R_OK) != 0)
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot open: %s", s->path,
+                     strerror(errno));
+    else if (H5Fis_hdf5(s->path) <= 0)
+        rc = rb_errf(msg, sizeof msg, RB_EFORMAT, "%s: not an HDF5 file", s->path);
+    if ((rc = agree(s->comm, rc, msg, err, errlen)) != RB_OK)
+        goto cleanup;
+
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL) < 0)
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up MPI-IO access", s->path);
+    else if ((s->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl)) < 0)
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot open the HDF5 file", s->path);
+    if ((rc = agree(s->comm, rc, msg, err, errlen)) != RB_OK)
+        goto cleanup;
+
+    for (int t = 0; t < 3 && rc == RB_OK; t++)
+        rc = check_dataset(s, t, msg);
+    if ((rc = agree(s->comm, rc, msg, err, errlen)) != RB_OK)
+        goto cleanup;
+    s->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    if (s->dxpl < 0 || H5Pset_dxpl_mpio(s->dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up collective reads", s->path);
+    rc = agree(s->comm, rc, msg, err, errlen);
+cleanup:
+    if (fapl >= 0) H5Pclose(fapl);
+    return rc;
+}
+
+/* Contract in rb_datasets.h. */
+int rb_dataset_open(rb_dataset_source **src, const rb_dataset *ds, MPI_Comm comm,
+                    int heads, int64_t seq_len, char *err, size_t errlen)
+{
+    rb_dataset_source *s = NULL;
+    int rc = RB_OK;
+    if (!src || !ds) return rb_errf(err, errlen, RB_EINVAL, "dataset: NULL argument");
+    *src = NULL;
+    if (heads < 1 || seq_len < 1 || ds->head_dim <= 0 || ds->head_dim % 2) {
+        rc = rb_errf(err, errlen, RB_EINVAL,
+                     "dataset: bad sizes (heads %d, seq_len %lld, head_dim %d)", heads,
+                     (long long)seq_len, ds->head_dim);
+        goto cleanup;
+    }
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "dataset: out of memory");
+        goto cleanup;
+    }
+    s->ds = *ds;
+    s->comm = comm;
+    s->heads = heads;
+    s->seq_len = seq_len;
+    s->file = s->dxpl = H5I_INVALID_HID;
+    for (int t = 0; t < 3; t++) s->dset[t] = H5I_INVALID_HID;
+    if (ds->kind != RB_DATA_FILE) {
+        /* generated: validate the description once (zero rows) */
+        rc = rb_dataset_fill(ds, RB_TENSOR_Q, 0, NULL, 0, NULL, err, errlen);
+        goto cleanup;
+    }
+    if (!ds->path || !*ds->path) {
+        rc = rb_errf(err, errlen, RB_EINVAL, "dataset: file dataset without a path");
+        goto cleanup;
+    }
+    s->path = strdup(ds->path);
+    if (!s->path) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "dataset: out of memory");
+        goto cleanup;
+    }
+    s->ds.path = s->path;
+    rc = open_file(s, err, errlen);
+cleanup:
+    if (rc != RB_OK)
+        rb_dataset_close(s);
+    else
+        *src = s;
+    return rc;
+}
+
+typedef struct {
+    int64_t pos, idx;
+} pos_idx;
+
+static int cmp_pos_idx(const void *a, const void *b)
+{
+    const pos_idx *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Select, in the file space of [heads][seq][d], the rows u[0..m) (strictly increasing)
+ * of head h as few strided hyperslabs: greedy runs of constant stride. */
+static int select_rows(hid_t space, int h, const int64_t *u, int64_t m, int d)
+{
+    if (m == 0) return H5Sselect_none(space) < 0 ? -1 : 0;
+    for (int64_t i = 0, first = 1; i < m; first = 0) {
+        int64_t j = i, stride = 1;
+        if (i + 1 < m) {
+            stride = u[i + 1] - u[i];
+            j = i + 1;
+            while (j + 1 < m && u[j + 1] - u[j] == stride) j++;
+        }
+        hsize_t start[3] = {(hsize_t)h, (hsize_t)u[i], 0};
+        hsize_t str[3] = {1, (hsize_t)stride, 1};
+        hsize_t count[3] = {1, (hsize_t)(j - i + 1), 1};
+        hsize_t block[3] = {1, 1, (hsize_t)d};
+        if (H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, start, str,
+                                count, block) < 0)
+            return -1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* Contract in rb_datasets.h. */
+int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t *pos,
+                    int64_t n, float *out, char *err, size_t errlen)
+{
+    if (!src) return rb_errf(err, errlen, RB_EINVAL, "dataset: no open dataset");
+    if (src->ds.kind != RB_DATA_FILE)
+        return rb_dataset_fill(&src->ds, t, head, pos, n, out, err, errlen);
+
+    const int d = src->ds.head_dim;
+    char msg[MSG_LEN] = "";
+    int rc = RB_OK, sorted = 1;
+    pos_idx *pi = NULL;
+    int64_t *u = NULL, *map = NULL, m = 0;
+    float *buf = NULL;
+    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+
+    /* local checks and the selection, then agreement before the collective read */
+    if (t != RB_TENSOR_Q && t != RB_TENSOR_K && t != RB_TENSOR_V)
+        rc = rb_errf(msg, sizeof msg, RB_EINVAL, "dataset: unknown tensor %d", (int)t);
+    else if (head < 0 || head >= src->heads)
+        rc = rb_errf(msg, sizeof msg, RB_EINVAL, "%s: head %d outside [0, %d)", src->path,
+                     head, src->heads);
+    else if (n < 0 || (n > 0 && (!pos || !out)))
+        rc = rb_errf(msg, sizeof msg, RB_EINVAL, "dataset: bad row count %lld or NULL buffer",
+                     (long long)n);
+    for (int64_t r = 0; rc == RB_OK && r < n; r++) {
+        if (pos[r] < 0 || pos[r] >= src->seq_len)
+            rc = rb_errf(msg, sizeof msg, RB_EINVAL, "%s: position %lld outside [0, %lld)",
+                         src->path, (long long)pos[r], (long long)src->seq_len);
+        else if (r > 0 && pos[r] <= pos[r - 1])
+            sorted = 0;
+    }
+    if (rc == RB_OK && !sorted) {
+        /* unique increasing positions u[], and map[r] = index of pos[r] in u */
+        pi = malloc((size_t)n * sizeof *pi);
+        u = malloc((size_t)n * sizeof *u);
+        map = malloc((size_t)n * sizeof *map);
+        buf = malloc((size_t)n * (size_t)d * sizeof *buf);
+        if (!pi || !u || !map || !buf) {
+            rc = rb_errf(msg, sizeof msg, RB_ENOMEM, "dataset: out of memory reading %s",
+                         src->path);
+        } else {
+            for (int64_t r = 0; r < n; r++) pi[r] = (pos_idx){pos[r], r};
+            qsort(pi, (size_t)n, sizeof *pi, cmp_pos_idx);
+            for (int64_t r = 0; r < n; r++) {
+                if (m == 0 || pi[r].pos != u[m - 1]) u[m++] = pi[r].pos;
+                map[pi[r].idx] = m - 1;
+            }
+        }
+    } else if (rc == RB_OK) {
+        m = n;
+    }
+    if (rc == RB_OK) {
+        hsize_t mdim = (hsize_t)(m > 0 ? m : 1) * (hsize_t)d;
+        fspace = H5Dget_space(src->dset[t]);
+        mspace = H5Screate_simple(1, &mdim, NULL);
+        if (fspace < 0 || mspace < 0 || select_rows(fspace, head, sorted ? pos : u, m, d) ||
+            (m == 0 && H5Sselect_none(mspace) < 0))
+            rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot select the rows of dataset %s",
+                         src->path, tensor_names[t]);
+    }
+    if ((rc = agree(src->comm, rc, msg, err, errlen)) != RB_OK)
+        goto cleanup;
+
+    float none[1];
+    void *dst = !sorted ? (void *)buf : out ? (void *)out : (void *)none;
+    if (H5Dread(src->dset[t], H5T_NATIVE_FLOAT, mspace, fspace, src->dxpl, dst) < 0)
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: reading dataset %s (head %d) failed",
+                     src->path, tensor_names[t], head);
+    if ((rc = agree(src->comm, rc, msg, err, errlen)) != RB_OK)
+        goto cleanup;
+    if (!sorted)
+        for (int64_t r = 0; r < n; r++)
+            memcpy(out + (size_t)r * (size_t)d, buf + (size_t)map[r] * (size_t)d,
+                   (size_t)d * sizeof *out);
+cleanup:
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    free(pi);
+    free(u);
+    free(map);
+    free(buf);
+    return rc;
+}
+
+/* Contract in rb_datasets.h. */
+void rb_dataset_close(rb_dataset_source *src)
+{
+    if (!src) return;
+    for (int t = 0; t < 3; t++)
+        if (src->dset[t] >= 0) H5Dclose(src->dset[t]);
+    if (src->dxpl >= 0) H5Pclose(src->dxpl);
+    if (src->file >= 0) H5Fclose(src->file);
+    free(src->path);
+    free(src);
+}
