@@ -1,0 +1,451 @@
+/* metrics_probe.c — data-driven probe metrics (score decay, attention share, needle rank, softmax floor, E[rho]) over (probe row, visible key) pairs. */
+#include "rb_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* How the work is cut. Keys are taken in blocks of KB, converted once to double in two
+ * layouts (kd[n][d] for the weighted key sums of the share, kT[d][KB] for the scores),
+ * then met by every probe row that sees part of the block; blocks go to threads
+ * cyclically (block b to thread b mod T: with log-spaced rows the early keys are seen
+ * by many more rows than the late ones). Scores are computed KC keys at a time with
+ * the dims split over 4 partial sums exactly as rb_attn_tile_ref's dot product, so a
+ * score here is bit-identical to the reference tile's (and to a caller's needle_s
+ * computed the same way). */
+#define KB 32
+#define KC 4
+
+/* Keys with s - lse below log(1e-30), i.e. p < 1e-30, are left out of share_num and
+ * share_den (both, so each bin's ratio stays a weighted mean over the keys it holds).
+ * Per row, every skipped term is < 1e-30 of that row's attention mass (which sums to
+ * 1), so share_den[b] is low by < 1e-30 * count[b] and share_num[b][j] by
+ * < 1e-30 * scale * sum over the skipped pairs of rho_j, in absolute terms. */
+#define SHARE_LOG_FLOOR (-69.07755278982137) /* log(1e-30) */
+
+/* Per-thread accumulators and scratch: one slice of a single allocation. */
+typedef struct {
+    double *count, *sum_s, *sum_s2, *den, *num; /* [nbins], [nbins * np] */
+    double *rmin, *rmax, *rcnt;                 /* [nq] */
+    double *above;                              /* [n_needles] */
+    double *rho;                                /* [np] */
+    double *kd, *kT, *sc, *W;                   /* [KB*d], [d*KB], [KB], [d] */
+} thread_acc;
+
+/* Everything the block loop reads, shared by the threads. */
+typedef struct {
+    const rb_probe_metrics *m;
+    const float *k;
+    const int64_t *k_pos, *q_pos;
+    const double *lse;
+    int64_t nq, nk;
+    int d, np, rot;
+    double scale;
+    const double *qd;       /* [nq][d] rows in double, unscaled */
+    const int64_t *order;  /* row indices sorted by q_pos */
+    const int64_t *spos;   /* q_pos in that order */
+    const double *qsuf;    /* [(nq+1)][np]: sum of |q pair j| over sorted rows r.. */
+    const int64_t *nstart; /* [nq+1]: needles of row m are nidx[nstart[m]..nstart[m+1]) */
+    const int64_t *nidx;
+    const int *pa, *pb;    /* the two dims of pair j */
+    int share, rho;        /* accumulate the share / rho_sum */
+} shared_ctx;
+
+/* First index r in sorted a[0..n) with a[r] >= x (n if none). */
+static int64_t lower_bound(const int64_t *a, int64_t n, int64_t x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Bin of a distance: the largest b with edges[b] <= dist, clamped to [0, nbins). */
+static int bin_of(const int64_t *edges, int nbins, int64_t dist)
+{
+    int lo = 0, hi = nbins - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (edges[mid] <= dist)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Scores of one double row q against the KB (zero-padded) keys of kT: sc[n] = scale *
+ * ((s0 + s1) + (s2 + s3)), s_t the sum over dims i = t mod 4 in order (the last d mod 4
+ * dims go to s0), as rb_attn_tile_ref. The inner loops over the KC keys vectorize. */
+static void block_scores(const double *q, const double *kT, int d, double scale,
+                         double *sc)
+{
+    for (int n0 = 0; n0 < KB; n0 += KC) {
+        double a0[KC] = {0}, a1[KC] = {0}, a2[KC] = {0}, a3[KC] = {0};
+        int i = 0;
+        for (; i + 4 <= d; i += 4) {
+            const double *k0 = kT + (size_t)i * KB + n0;
+            const double q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
+            for (int c = 0; c < KC; c++) {
+                a0[c] += q0 * k0[c];
+                a1[c] += q1 * k0[KB + c];
+                a2[c] += q2 * k0[2 * KB + c];
+                a3[c] += q3 * k0[3 * KB + c];
+            }
+        }
+        for (; i < d; i++) {
+            const double *k0 = kT + (size_t)i * KB + n0;
+            for (int c = 0; c < KC; c++)
+                a0[c] += q[i] * k0[c];
+        }
+        for (int c = 0; c < KC; c++)
+            sc[n0 + c] = scale * ((a0[c] + a1[c]) + (a2[c] + a3[c]));
+    }
+}
+
+/* A run of keys of one row in one bin: its sums, added to the thread's bin b. */
+typedef struct {
+    int b;
+    double cnt, ss, ss2, den;
+    int wdirty;
+} run_acc;
+
+static void run_flush(run_acc *r, const shared_ctx *c, const double *q, thread_acc *t)
+{
+    if (r->b < 0)
+        return;
+    const int b = r->b;
+    t->count[b] += r->cnt;
+    t->sum_s[b] += r->ss;
+    t->sum_s2[b] += r->ss2;
+    if (c->share) {
+        t->den[b] += r->den;
+        if (r->wdirty) {
+            double *num = t->num + (size_t)b * (size_t)c->np;
+            for (int j = 0; j < c->np; j++) {
+                const int ia = c->pa[j], ib = c->pb[j];
+                num[j] += c->scale * (q[ia] * t->W[ia] + q[ib] * t->W[ib]);
+            }
+            memset(t->W, 0, sizeof(double) * (size_t)c->rot);
+        }
+    }
+    r->b = -1;
+    r->cnt = r->ss = r->ss2 = r->den = 0.0;
+    r->wdirty = 0;
+}
+
+/* One key block [n0, n0 + nb) against every row that sees part of it. */
+static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
+{
+    const int d = c->d, np = c->np, rot = c->rot;
+    const rb_probe_metrics *m = c->m;
+    const int64_t *kp = c->k_pos + n0;
+    int64_t kmin = kp[0], kmax = kp[0];
+    for (int n = 0; n < nb; n++) {
+        const float *kr = c->k + (size_t)(n0 + n) * (size_t)d;
+        for (int i = 0; i < d; i++) {
+            t->kd[(size_t)n * d + i] = (double)kr[i];
+            t->kT[(size_t)i * KB + n] = (double)kr[i];
+        }
+        if (kp[n] < kmin)
+            kmin = kp[n];
+        if (kp[n] > kmax)
+            kmax = kp[n];
+    }
+    for (int n = nb; n < KB; n++)
+        for (int i = 0; i < d; i++)
+            t->kT[(size_t)i * KB + n] = 0.0;
+
+    /* rho: sum over visible (row, key) of |q_j||k_j| = sum over keys of |k_j| times
+     * the sum of |q_j| over the rows at or after the key's position (suffix sums). */
+    if (c->rho) {
+        for (int n = 0; n < nb; n++) {
+            const int64_t r = lower_bound(c->spos, c->nq, kp[n]);
+            if (r == c->nq)
+                continue;
+            const double *qs = c->qsuf + (size_t)r * (size_t)np;
+            const double *kr = t->kd + (size_t)n * d;
+            for (int j = 0; j < np; j++) {
+                const double a = kr[c->pa[j]], b = kr[c->pb[j]];
+                t->rho[j] += sqrt(a * a + b * b) * qs[j];
+            }
+        }
+    }
+
+    run_acc run = {-1, 0, 0, 0, 0, 0};
+    int64_t lo = 0, hi = 0; /* distance window of run.b */
+    for (int64_t r = lower_bound(c->spos, c->nq, kmin); r < c->nq; r++) {
+        const int64_t row = c->order[r];
+        const int64_t qp = c->spos[r];
+        const double *q = c->qd + (size_t)row * (size_t)d;
+        const double lse = c->lse[row];
+        const int share = c->share && isfinite(lse);
+        const int all = qp >= kmax;
+        block_scores(q, t->kT, d, c->scale, t->sc);
+        double rmin = t->rmin[row], rmax = t->rmax[row], rcnt = 0.0;
+        const int64_t ns0 = c->nstart[row], ns1 = c->nstart[row + 1];
+        for (int n = 0; n < nb; n++) {
+            if (!all && kp[n] > qp)
+                continue;
+            const double s = t->sc[n];
+            const int64_t dist = qp - kp[n];
+            if (run.b < 0 || dist < lo || dist >= hi) {
+                run_flush(&run, c, q, t);
+                run.b = bin_of(m->edges, m->nbins, dist);
+                lo = run.b == 0 ? INT64_MIN : m->edges[run.b];
+                hi = run.b == m->nbins - 1 ? INT64_MAX : m->edges[run.b + 1];
+            }
+            run.cnt += 1.0;
+            run.ss += s;
+            run.ss2 += s * s;
+            rcnt += 1.0;
+            if (s < rmin)
+                rmin = s;
+            if (fabs(s) > rmax)
+                rmax = fabs(s);
+            if (share && s - lse >= SHARE_LOG_FLOOR) {
+                const double p = exp(s - lse);
+                const double *kr = t->kd + (size_t)n * d;
+                run.den += p;
+                for (int i = 0; i < rot; i++)
+                    t->W[i] += p * kr[i];
+                run.wdirty = 1;
+            }
+            for (int64_t e = ns0; e < ns1; e++) {
+                const int64_t ni = c->nidx[e];
+                if (s > m->needle_s[ni] && kp[n] != m->needle_key_pos[ni])
+                    t->above[ni] += 1.0;
+            }
+        }
+        run_flush(&run, c, q, t);
+        t->rmin[row] = rmin;
+        t->rmax[row] = rmax;
+        t->rcnt[row] += rcnt;
+    }
+}
+
+/* Rows sorted by position (ties by index, so the order is unique). */
+typedef struct {
+    int64_t pos, idx;
+} pos_idx;
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const pos_idx *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
+                                int64_t nq, const float *k, const int64_t *k_pos,
+                                int64_t nk, double scale, rb_probe_metrics *m,
+                                char *err, size_t errlen)
+{
+    if (!m)
+        return rb_errf(err, errlen, RB_EINVAL, "probe metrics: no accumulator struct");
+    const int d = m->d, rot = m->rotary_dim, np = rot / 2;
+    if (d <= 0 || rot < 0 || rot > d || rot % 2)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "probe metrics: d=%d, rotary_dim=%d (need 0 <= rotary_dim <= d, "
+                       "even)", d, rot);
+    if (m->layout != RB_LAYOUT_NEOX && m->layout != RB_LAYOUT_GPTJ)
+        return rb_errf(err, errlen, RB_EINVAL, "probe metrics: unknown layout %d",
+                       (int)m->layout);
+    if (m->nbins < 1 || !m->edges)
+        return rb_errf(err, errlen, RB_EINVAL, "probe metrics: nbins=%d, edges %s",
+                       m->nbins, m->edges ? "set" : "NULL");
+    if (!m->count || !m->sum_s || !m->sum_s2 || !m->row_min_s || !m->row_max_abs_s ||
+        !m->row_count)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "probe metrics: count, sum_s, sum_s2 and the row arrays are "
+                       "required");
+    if (!m->share_num != !m->share_den)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "probe metrics: share_num and share_den go together");
+    if (m->n_needles < 0 || (m->n_needles > 0 && (!m->needle_key_pos || !m->needle_row ||
+                                                  !m->needle_s || !m->needle_above)))
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "probe metrics: n_needles=%d without its arrays", m->n_needles);
+    if (nq < 0 || nk < 0 || (nq > 0 && (!q || !q_pos || !lse)) || (nk > 0 && (!k || !k_pos)))
+        return rb_errf(err, errlen, RB_EINVAL, "probe metrics: nq=%lld, nk=%lld, "
+                       "missing inputs", (long long)nq, (long long)nk);
+    for (int i = 0; i < m->n_needles; i++)
+        if (m->needle_row[i] < 0 || m->needle_row[i] >= nq)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "probe metrics: needle %d: row %lld not in [0, %lld)", i,
+                           (long long)m->needle_row[i], (long long)nq);
+    if (nq == 0 || nk == 0)
+        return RB_OK;
+
+    int rc = RB_OK;
+    const int64_t nblocks = (nk + KB - 1) / KB;
+    int T = 1;
+#ifdef _OPENMP
+    T = omp_get_max_threads();
+#endif
+    if (T < 1)
+        T = 1;
+    if ((int64_t)T > nblocks)
+        T = (int)nblocks;
+    const size_t nbins = (size_t)m->nbins, nn = (size_t)m->n_needles, nqz = (size_t)nq;
+    const size_t per_thread = nbins * (4 + (size_t)np) + 3 * nqz + nn + (size_t)np +
+                              2 * (size_t)KB * (size_t)d + KB + (size_t)d;
+    int *pab = malloc(sizeof(int) * 2 * (size_t)(np > 0 ? np : 1));
+    int64_t *ib = malloc(sizeof(int64_t) * (3 * nqz + 1 + nn));
+    double *qd = malloc(sizeof(double) * (nqz * (size_t)d + (nqz + 1) * (size_t)np));
+    double *tb = malloc(sizeof(double) * per_thread * (size_t)T);
+    thread_acc *ta = malloc(sizeof(thread_acc) * (size_t)T);
+    pos_idx *ps = malloc(sizeof(pos_idx) * nqz);
+    if (!pab || !ib || !qd || !tb || !ta || !ps) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "probe metrics: out of memory (%d threads)",
+                     T);
+        goto cleanup;
+    }
+
+    shared_ctx c = {0};
+    c.m = m;
+    c.k = k;
+    c.k_pos = k_pos;
+    c.q_pos = q_pos;
+    c.lse = lse;
+    c.nq = nq;
+    c.nk = nk;
+    c.d = d;
+    c.np = np;
+    c.rot = rot;
+    c.scale = scale;
+    c.share = m->share_num != NULL;
+    c.rho = m->rho_sum != NULL && np > 0;
+    int *pa = pab, *pb = pab + (np > 0 ? np : 1);
+    for (int j = 0; j < np; j++) {
+        pa[j] = m->layout == RB_LAYOUT_GPTJ ? 2 * j : j;
+        pb[j] = m->layout == RB_LAYOUT_GPTJ ? 2 * j + 1 : j + np;
+    }
+    c.pa = pa;
+    c.pb = pb;
+
+    /* rows: double copies, order by position, suffix sums of pair norms */
+    int64_t *order = ib, *spos = ib + nqz, *nstart = ib + 2 * nqz, *nidx = ib + 3 * nqz + 1;
+    double *qsuf = qd + nqz * (size_t)d;
+    for (size_t i = 0; i < nqz * (size_t)d; i++)
+        qd[i] = (double)q[i];
+    for (int64_t r = 0; r < nq; r++)
+        ps[r] = (pos_idx){q_pos[r], r};
+    qsort(ps, nqz, sizeof(pos_idx), cmp_rows);
+    for (int64_t r = 0; r < nq; r++) {
+        order[r] = ps[r].idx;
+        spos[r] = ps[r].pos;
+    }
+    for (int j = 0; j < np; j++)
+        qsuf[nqz * (size_t)np + (size_t)j] = 0.0;
+    for (int64_t r = nq - 1; r >= 0; r--) {
+        const double *qr = qd + (size_t)order[r] * (size_t)d;
+        for (int j = 0; j < np; j++) {
+            const double a = qr[pa[j]], b = qr[pb[j]];
+            qsuf[(size_t)r * np + j] = qsuf[(size_t)(r + 1) * np + j] + sqrt(a * a + b * b);
+        }
+    }
+    /* needles grouped by row (counting sort, stable) */
+    for (size_t r = 0; r <= nqz; r++)
+        nstart[r] = 0;
+    for (size_t i = 0; i < nn; i++)
+        nstart[m->needle_row[i] + 1]++;
+    for (size_t r = 0; r < nqz; r++)
+        nstart[r + 1] += nstart[r];
+    for (size_t i = 0; i < nn; i++)
+        nidx[nstart[m->needle_row[i]]++] = (int64_t)i;
+    for (size_t r = nqz; r > 0; r--)
+        nstart[r] = nstart[r - 1];
+    nstart[0] = 0;
+    c.qd = qd;
+    c.order = order;
+    c.spos = spos;
+    c.qsuf = qsuf;
+    c.nstart = nstart;
+    c.nidx = nidx;
+
+    for (int t = 0; t < T; t++) {
+        double *p = tb + (size_t)t * per_thread;
+        thread_acc *a = &ta[t];
+        a->count = p; p += nbins;
+        a->sum_s = p; p += nbins;
+        a->sum_s2 = p; p += nbins;
+        a->den = p; p += nbins;
+        a->num = p; p += nbins * (size_t)np;
+        a->rmin = p; p += nqz;
+        a->rmax = p; p += nqz;
+        a->rcnt = p; p += nqz;
+        a->above = p; p += nn;
+        a->rho = p; p += (size_t)np;
+        a->kd = p; p += (size_t)KB * (size_t)d;
+        a->kT = p; p += (size_t)KB * (size_t)d;
+        a->sc = p; p += KB;
+        a->W = p;
+        memset(tb + (size_t)t * per_thread, 0, sizeof(double) * per_thread);
+        for (size_t r = 0; r < nqz; r++)
+            a->rmin[r] = INFINITY;
+    }
+
+#ifdef _OPENMP
+#pragma omp parallel num_threads(T)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        if (tid < T) {
+            for (int64_t b = tid; b < nblocks; b += T) {
+                const int64_t n0 = b * KB;
+                const int nb = (int)(nk - n0 < KB ? nk - n0 : KB);
+                do_block(&c, &ta[tid], n0, nb);
+            }
+        }
+    }
+
+    /* reduce in thread order: sums add, mins/maxes combine */
+    for (int t = 0; t < T; t++) {
+        const thread_acc *a = &ta[t];
+        for (size_t b = 0; b < nbins; b++) {
+            m->count[b] += a->count[b];
+            m->sum_s[b] += a->sum_s[b];
+            m->sum_s2[b] += a->sum_s2[b];
+        }
+        if (c.share) {
+            for (size_t b = 0; b < nbins; b++)
+                m->share_den[b] += a->den[b];
+            for (size_t i = 0; i < nbins * (size_t)np; i++)
+                m->share_num[i] += a->num[i];
+        }
+        for (size_t r = 0; r < nqz; r++) {
+            if (a->rmin[r] < m->row_min_s[r])
+                m->row_min_s[r] = a->rmin[r];
+            if (a->rmax[r] > m->row_max_abs_s[r])
+                m->row_max_abs_s[r] = a->rmax[r];
+            m->row_count[r] += a->rcnt[r];
+        }
+        for (size_t i = 0; i < nn; i++)
+            m->needle_above[i] += a->above[i];
+        if (c.rho)
+            for (int j = 0; j < np; j++)
+                m->rho_sum[j] += a->rho[j];
+    }
+
+cleanup:
+    free(pab);
+    free(ib);
+    free(qd);
+    free(tb);
+    free(ta);
+    free(ps);
+    return rc;
+}

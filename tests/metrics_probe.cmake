@@ -1,0 +1,6 @@
+# tests/metrics_probe.cmake — the data-driven probe metrics kernel and fp32-phase RoPE
+# against brute-force computations (C), and against a numpy oracle.
+
+add_executable(test_metrics_probe test_metrics_probe.c)
+target_link_libraries(test_metrics_probe PRIVATE rb_kernels)
+rb_add_test(NAME kernels.metrics_probe COMMAND test_metrics_probe LABELS kernels)
