@@ -18,6 +18,34 @@ typedef struct {
 
 enum { RP_T_SETUP, RP_T_COMPUTE, RP_T_COMM, RP_T_MERGE, RP_T_TOTAL, RP_T_COUNT };
 
+/* Plot series of a case: entropy against position (x, y of rp_case) and the metric
+ * series read from its metric groups (docs/metrics.md). */
+enum {
+    RP_S_ENTROPY,   /* rows/entropy (rp_case.x/y) */
+    RP_S_D,         /* phase/by_distance: D against distance */
+    RP_S_DECAY,     /* decay/by_distance: mean_score against distance (probe) */
+    RP_S_NEEDLE,    /* needles: rank against distance (head 0) */
+    RP_S_PRECISION, /* precision: phase_err_max against position */
+    RP_S_COUNT
+};
+typedef struct {
+    double *x, *y;
+    int64_t n;
+} rp_series;
+
+/* Scalar summaries of a case's metrics (NaN / -1 where absent). */
+typedef struct {
+    int64_t critical_pair;
+    double d_leaves_zero;     /* first bin-centre distance with D > 1e-9 (NaN: never) */
+    double entropy_last;      /* mean entropy of the last position bin */
+    double needle_hit_rate;   /* hits / needles over heads */
+    double phase_err_max;     /* fp32 phase error, max over probe rows */
+    double entropy_err_max;   /* |entropy error| from fp32 phases, max over rows */
+    double floor_ratio_min;   /* softmax floor ratio, min over rows (>= 1) */
+    double bound_ratio_max;   /* precision bound ratio, max (<= 1) */
+    int64_t first_negative_B;
+} rp_metrics;
+
 /* One case group. Strings are sanitised copies of the file's values only where noted;
  * everything else is the file's text, to be escaped by the writer. */
 typedef struct {
@@ -41,6 +69,9 @@ typedef struct {
     /* timings: min, median, max across ranks, per RP_T_* (NaN if absent) */
     double tmin[RP_T_COUNT], tmed[RP_T_COUNT], tmax[RP_T_COUNT];
     int64_t timing_ranks;
+    rp_series s[RP_S_COUNT]; /* s[RP_S_ENTROPY] unused: entropy is x/y above */
+    rp_metrics met;
+    int has_metrics;
 } rp_case;
 
 typedef struct {
@@ -70,12 +101,13 @@ void rp_file_free(rp_file *f);
 
 /* A plot: the cases of one (seq_len, mode, dataset) group. */
 typedef struct {
+    int kind; /* RP_S_* */
     int64_t seq_len;
     char mode[32], dataset[64];
     size_t *idx; /* indices into rp_file.cases (complete cases with points) */
     size_t n;
     int binned;  /* some series are log-binned */
-    char svg_name[64]; /* file name beside the report, "" if not rendered */
+    char svg_name[96]; /* file name beside the report, "" if not rendered */
     char *svg;         /* SVG text for inlining, NULL if not rendered */
 } rp_plot;
 
@@ -86,6 +118,9 @@ typedef struct {
 int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                     size_t *nplots, char *err, size_t errlen);
 void rp_plots_free(rp_plot *p, size_t n);
+
+/* Caption of a plot (what it shows, for which group). */
+void rp_plot_caption(char *b, size_t n, const rp_plot *p);
 
 /* Write report.md and report.html into outdir. */
 int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,

@@ -39,15 +39,68 @@ static void safe_name(char *dst, size_t len, const char *src)
             *p = '_';
 }
 
-static int group_cmp(const rp_case *a, const rp_plot *p)
+/* What each kind of plot shows. */
+static const struct {
+    const char *file;   /* SVG name prefix */
+    const char *xlabel, *ylabel;
+    const char *caption; /* first sentence of the caption */
+    int logx, points;
+} kinds[RP_S_COUNT] = {
+    {"entropy", "query position", "attention entropy (nats, mean over heads)",
+     "Attention entropy (nats, mean over heads) against query position, log x axis", 1, 0},
+    {"phase-distance", "distance (tokens)", "D: phase distance to the trained set (rad)",
+     "Phase distance D to the trained set (rad, amplitude-weighted RMS of wrapped phase "
+     "differences, minimised over trained distances) against distance, log x axis", 1, 0},
+    {"decay", "distance (tokens)", "mean score over (probe row, key) pairs",
+     "Mean attention score over all (probe row, key) pairs per distance bin, log x axis", 1, 0},
+    {"needle-rank", "needle distance (tokens)", "rank of the needle's score (1 = hit)",
+     "Rank of each needle's score among the keys its query sees (1 = retrieved), against "
+     "needle distance, log x axis, all heads", 1, 1},
+    {"precision", "query position", "max phase error of fp32 phases (rad)",
+     "Largest phase error of fp32 phases (float pos * float inv_freq) against exact phases, "
+     "per probe row, log x axis", 1, 0},
+};
+
+/* Series of kind k of a case. */
+static void series_of(const rp_case *c, int k, const double **x, const double **y,
+                      int64_t *n)
 {
-    return a->seq_len == p->seq_len && strcmp(a->mode, p->mode) == 0 &&
+    if (k == RP_S_ENTROPY) {
+        *x = c->x;
+        *y = c->y;
+        *n = c->npts;
+    } else {
+        *x = c->s[k].x;
+        *y = c->s[k].y;
+        *n = c->s[k].n;
+    }
+}
+
+/* rp_plot_caption: see report_int.h. */
+void rp_plot_caption(char *b, size_t n, const rp_plot *p)
+{
+    snprintf(b, n, "%s: seq_len %lld, %s mode, %s data; one line per method.%s%s",
+             kinds[p->kind].caption, (long long)p->seq_len, p->mode, p->dataset,
+             p->kind == RP_S_ENTROPY ? " Position 0 (a single visible key, entropy 0) is not "
+                                       "shown."
+                                     : "",
+             p->kind == RP_S_ENTROPY && p->binned
+                 ? " Cases with more than 512 rows are drawn as log-binned means (8 bins per "
+                   "octave of position) so that the SVG stays small."
+                 : "");
+}
+
+static int group_cmp(const rp_case *a, int kind, const rp_plot *p)
+{
+    return p->kind == kind && a->seq_len == p->seq_len && strcmp(a->mode, p->mode) == 0 &&
            strcmp(a->dataset, p->dataset) == 0;
 }
 
 static int plot_order(const void *x, const void *y)
 {
     const rp_plot *a = x, *b = y;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
     if (a->seq_len != b->seq_len)
         return a->seq_len < b->seq_len ? -1 : 1;
     int c = strcmp(a->mode, b->mode);
@@ -215,13 +268,17 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
     *plots = NULL;
     *nplots = 0;
 
-    /* Groups. */
+    /* Groups: one plot per (kind, seq_len, mode, dataset) with data. */
+    for (int kind = 0; kind < RP_S_COUNT; kind++)
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
-        if (!c->complete || c->problem || c->npts == 0)
+        const double *sx, *sy;
+        int64_t sn;
+        series_of(c, kind, &sx, &sy, &sn);
+        if (!c->complete || c->problem || sn == 0)
             continue;
         size_t k = 0;
-        while (k < np && !group_cmp(c, &p[k]))
+        while (k < np && !group_cmp(c, kind, &p[k]))
             k++;
         if (k == np) {
             rp_plot *n2 = realloc(p, (np + 1) * sizeof *p);
@@ -231,6 +288,7 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             }
             p = n2;
             memset(&p[np], 0, sizeof *p);
+            p[np].kind = kind;
             p[np].seq_len = c->seq_len;
             snprintf(p[np].mode, sizeof p[np].mode, "%s", c->mode);
             snprintf(p[np].dataset, sizeof p[np].dataset, "%s", c->dataset);
@@ -243,7 +301,8 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         }
         p[k].idx = n3;
         p[k].idx[p[k].n++] = i;
-        p[k].binned |= c->binned;
+        if (kind == RP_S_ENTROPY)
+            p[k].binned |= c->binned;
     }
     if (np > 1)
         qsort(p, np, sizeof *p, plot_order);
@@ -270,9 +329,10 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         rp_safe_label(ds, sizeof ds, p[k].dataset);
         fprintf(gp, "reset\nset terminal svg size 820,480 dynamic font 'sans,11' "
                     "background '#ffffff'\n");
-        fprintf(gp, "set output 'p%zu.svg'\nset logscale x 10\nset grid\n", k);
-        fprintf(gp, "set xlabel 'query position'\n"
-                    "set ylabel 'attention entropy (nats, mean over heads)'\n");
+        fprintf(gp, "set output 'p%zu.svg'\n%sset grid\n", k,
+                kinds[p[k].kind].logx ? "set logscale x 10\n" : "");
+        fprintf(gp, "set xlabel '%s'\nset ylabel '%s'\n", kinds[p[k].kind].xlabel,
+                kinds[p[k].kind].ylabel);
         fprintf(gp, "set title 'seq_len %lld, %s mode, %s data' noenhanced\n",
                 (long long)p[k].seq_len, mode, ds);
         fprintf(gp, "set key left top noenhanced\nplot ");
@@ -283,8 +343,12 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                 rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
                 goto cleanup;
             }
-            for (int64_t i = 0; i < c->npts; i++)
-                fprintf(dat, "%.17g %.17g\n", c->x[i], c->y[i]);
+            const double *sx, *sy;
+            int64_t sn;
+            series_of(c, p[k].kind, &sx, &sy, &sn);
+            for (int64_t i = 0; i < sn; i++)
+                if (isfinite(sx[i]) && isfinite(sy[i]) && (!kinds[p[k].kind].logx || sx[i] > 0))
+                    fprintf(dat, "%.17g %.17g\n", sx[i], sy[i]);
             if (fclose(dat) != 0) {
                 dat = NULL;
                 rc = rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
@@ -294,9 +358,11 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             char m[80];
             rp_safe_label(m, sizeof m, c->method);
             snprintf(lab, sizeof lab, "%s x%g", m, c->factor);
-            fprintf(gp, "%s'p%zu_%zu.dat' using 1:2 with linespoints pt 7 ps 0.35 lw 1.5 "
-                        "title '%s'",
-                    j ? ", \\\n     " : "", k, j, lab);
+            fprintf(gp, "%s'p%zu_%zu.dat' using 1:2 with %s title '%s'",
+                    j ? ", \\\n     " : "", k, j,
+                    kinds[p[k].kind].points ? "points pt 7 ps 0.8"
+                                            : "linespoints pt 7 ps 0.35 lw 1.5",
+                    lab);
         }
         fprintf(gp, "\nunset output\n");
     }
@@ -323,8 +389,8 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             rc = rb_errf(err, errlen, RB_EIO, "gnuplot: produced no SVG for plot %zu", k + 1);
             goto cleanup;
         }
-        snprintf(p[k].svg_name, sizeof p[k].svg_name, "entropy-L%lld-%.12s-%.16s.svg",
-                 (long long)p[k].seq_len, mode, ds);
+        snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld-%.12s-%.16s.svg",
+                 kinds[p[k].kind].file, (long long)p[k].seq_len, mode, ds);
         snprintf(fn, sizeof fn, "%s/%s", outdir, p[k].svg_name);
         FILE *o = fopen(fn, "wb");
         int bad = !o || fwrite(svg, 1, len, o) != len;

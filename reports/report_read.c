@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,6 +531,96 @@ cleanup:
     free(lse);
 }
 
+/* Read series y(x) from two 1-D datasets of the same length (missing: n = 0). */
+static void series_read(hid_t g, const char *xp, const char *yp, rp_series *s)
+{
+    double *x = NULL, *y = NULL;
+    hsize_t dx[3], dy[3];
+    int nx = 0, ny = 0;
+    const char *why = "";
+    memset(s, 0, sizeof *s);
+    if (dset_f64(g, xp, &x, dx, &nx, &why) == RB_OK && dset_f64(g, yp, &y, dy, &ny, &why) == RB_OK &&
+        nx == 1 && ny == 1 && dx[0] == dy[0]) {
+        s->x = x;
+        s->y = y;
+        s->n = (int64_t)dx[0];
+        return;
+    }
+    free(x);
+    free(y);
+}
+
+/* Metric series and summaries of a complete case (any group may be missing). */
+static void case_read_metrics(hid_t g, rp_case *c)
+{
+    rp_metrics *m = &c->met;
+    double v = NAN, *a = NULL;
+    hsize_t dims[3];
+    int nd = 0;
+    const char *why = "";
+    m->critical_pair = m->first_negative_B = -1;
+    m->d_leaves_zero = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
+    m->entropy_err_max = m->floor_ratio_min = m->bound_ratio_max = NAN;
+    series_read(g, "phase/by_distance/distance", "phase/by_distance/D", &c->s[RP_S_D]);
+    series_read(g, "decay/by_distance/distance", "decay/by_distance/mean_score",
+                &c->s[RP_S_DECAY]);
+    series_read(g, "precision/position", "precision/phase_err_max", &c->s[RP_S_PRECISION]);
+    series_read(g, "needles/distance", "needles/rank", &c->s[RP_S_NEEDLE]);
+    c->has_metrics = c->s[RP_S_D].n > 0;
+    hid_t sub;
+    if (H5Lexists(g, "phase", H5P_DEFAULT) > 0 && H5Lexists(g, "phase/pairs", H5P_DEFAULT) > 0 &&
+        (sub = H5Gopen2(g, "phase/pairs", H5P_DEFAULT)) >= 0) {
+        if (attr_num(sub, "critical_pair", &v) == 1) m->critical_pair = (int64_t)v;
+        H5Gclose(sub);
+    }
+    if (H5Lexists(g, "decay", H5P_DEFAULT) > 0 &&
+        H5Lexists(g, "decay/by_distance", H5P_DEFAULT) > 0 &&
+        (sub = H5Gopen2(g, "decay/by_distance", H5P_DEFAULT)) >= 0) {
+        if (attr_num(sub, "first_negative_B", &v) == 1) m->first_negative_B = (int64_t)v;
+        H5Gclose(sub);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    const rp_series *D = &c->s[RP_S_D];
+    for (int64_t i = 0; i < D->n; i++)
+        if (D->y[i] > 1e-9) {
+            m->d_leaves_zero = D->x[i];
+            break;
+        }
+    if (dset_f64(g, "entropy/by_position/mean", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0])
+        m->entropy_last = a[dims[0] - 1];
+    free(a);
+    a = NULL;
+    if (dset_f64(g, "needles/hit", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0]) {
+        double h = 0;
+        for (hsize_t i = 0; i < dims[0]; i++) h += a[i];
+        m->needle_hit_rate = h / (double)dims[0];
+    }
+    free(a);
+    a = NULL;
+    static const struct {
+        const char *path;
+        int op; /* 0 max, 1 min, 2 max |x| */
+        size_t off;
+    } red[] = {{"precision/phase_err_max", 0, offsetof(rp_metrics, phase_err_max)},
+               {"precision/entropy_err", 2, offsetof(rp_metrics, entropy_err_max)},
+               {"softmax_floor/ratio", 1, offsetof(rp_metrics, floor_ratio_min)},
+               {"precision/bound_ratio_max", 0, offsetof(rp_metrics, bound_ratio_max)}};
+    for (size_t k = 0; k < sizeof red / sizeof red[0]; k++) {
+        if (dset_f64(g, red[k].path, &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0]) {
+            double r = red[k].op == 1 ? INFINITY : 0;
+            for (hsize_t i = 0; i < dims[0]; i++) {
+                double x = red[k].op == 2 ? fabs(a[i]) : a[i];
+                if (isnan(x)) continue;
+                r = red[k].op == 1 ? fmin(r, x) : fmax(r, x);
+            }
+            *(double *)((char *)m + red[k].off) = r;
+        }
+        free(a);
+        a = NULL;
+    }
+    H5Eclear2(H5E_DEFAULT);
+}
+
 typedef struct {
     rp_file *f;
     int rc;
@@ -583,8 +674,10 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     c->complete = cr == 1 && v == 1;
     if (!c->complete)
         set_problem(c, "%s%s", "incomplete (no complete=1: interrupted run)", "");
-    else
+    else {
         case_read_rows(g, c);
+        case_read_metrics(g, c);
+    }
     H5Gclose(g);
     H5Eclear2(H5E_DEFAULT);
     return 0;
@@ -747,6 +840,10 @@ void rp_file_free(rp_file *f)
         free(c->problem);
         free(c->x);
         free(c->y);
+        for (int k = 0; k < RP_S_COUNT; k++) {
+            free(c->s[k].x);
+            free(c->s[k].y);
+        }
     }
     free(f->cases);
     memset(f, 0, sizeof *f);

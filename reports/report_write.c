@@ -80,18 +80,6 @@ static size_t count_complete(const rp_file *f)
 }
 
 /* Caption of a plot (plain text, escaped by the caller). */
-static void plot_caption(char *b, size_t n, const rp_plot *p)
-{
-    snprintf(b, n,
-             "Attention entropy (nats, mean over heads) against query position, log x axis: "
-             "seq_len %lld, %s mode, %s data; one line per method. Position 0 (a single "
-             "visible key, entropy 0) is not shown.%s",
-             (long long)p->seq_len, p->mode, p->dataset,
-             p->binned ? " Cases with more than 512 rows are drawn as log-binned means "
-                         "(8 bins per octave of position) so that the SVG stays small."
-                       : "");
-}
-
 static int finish(FILE *o, const char *path, char *err, size_t errlen)
 {
     int bad = ferror(o);
@@ -171,6 +159,64 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         static const char *fmts[6] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f"};
         for (int j = 0; j < 6; j++) {
             fmt_num(b, sizeof b, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
+            fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
+/* The metrics summary (docs/metrics.md), as Markdown (html = 0) or HTML (html = 1). */
+static void write_metrics(FILE *o, const rp_file *f, int html)
+{
+    static const char *cols[] = {"case", "critical pair", "D leaves 0 at distance",
+                                 "first Δ with negative B(Δ)", "entropy, last position bin (nats)",
+                                 "needle hit rate", "fp32 phase error max (rad)",
+                                 "max abs entropy error from fp32 phases", "softmax floor ratio min (≥ 1)",
+                                 "precision bound ratio max (≤ 1)"};
+    const int ncol = (int)(sizeof cols / sizeof cols[0]);
+    size_t n = 0;
+    for (size_t i = 0; i < f->ncases; i++)
+        n += f->cases[i].complete && !f->cases[i].problem && f->cases[i].has_metrics;
+    if (n == 0)
+        return;
+    fprintf(o, html ? "<h2>Metrics</h2>\n<p>" : "\n## Metrics\n\n");
+    fprintf(o, "Per case, from its metric groups (formulas in docs/metrics.md). n/a: not "
+               "computed for this mode or dataset.%s",
+            html ? "</p>\n<table>\n<thead><tr>" : "\n\n|");
+    for (int j = 0; j < ncol; j++) {
+        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
+    }
+    fprintf(o, html ? "</tr></thead>\n" : "\n|");
+    for (int j = 0; !html && j < ncol; j++)
+        fprintf(o, "---|");
+    fprintf(o, html ? "" : "\n");
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem || !c->has_metrics)
+            continue;
+        const rp_metrics *m = &c->met;
+        char b[64];
+        fprintf(o, html ? "<tr><td>" : "| ");
+        if (html)
+            html_esc(o, c->name);
+        else
+            md_esc(o, c->name);
+        fprintf(o, html ? "</td>" : " |");
+        double v[9] = {m->critical_pair < 0 ? NAN : (double)m->critical_pair,
+                       m->d_leaves_zero,
+                       m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
+                       m->entropy_last,
+                       m->needle_hit_rate,
+                       m->phase_err_max,
+                       m->entropy_err_max,
+                       m->floor_ratio_min,
+                       m->bound_ratio_max};
+        static const char *fmt[9] = {"%.0f", "%.0f", "%.0f", "%.4f", "%.2f",
+                                     "%.3g", "%.3g", "%.3g", "%.3g"};
+        for (int j = 0; j < 9; j++) {
+            fmt_num(b, sizeof b, v[j], fmt[j]);
             fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
         }
         fprintf(o, html ? "</tr>\n" : "\n");
@@ -280,6 +326,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         fprintf(o, "\n");
     }
     write_tput(o, f, 0);
+    write_metrics(o, f, 0);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "\n### Incomplete or unreadable cases (skipped)\n\n");
         for (size_t i = 0; i < f->ncases; i++) {
@@ -305,7 +352,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         if (!p[k].svg_name[0])
             continue;
         char cap[512];
-        plot_caption(cap, sizeof cap, &p[k]);
+        rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "![");
         md_esc(o, cap);
         fprintf(o, "](%s)\n\n*", p[k].svg_name);
@@ -428,6 +475,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
     }
     fprintf(o, "</table>\n");
     write_tput(o, f, 1);
+    write_metrics(o, f, 1);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "<h3>Incomplete or unreadable cases (skipped)</h3>\n<ul>\n");
         for (size_t i = 0; i < f->ncases; i++) {
@@ -454,7 +502,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         if (!p[k].svg)
             continue;
         char cap[512];
-        plot_caption(cap, sizeof cap, &p[k]);
+        rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "<figure>\n%s\n<figcaption>", p[k].svg);
         html_esc(o, cap);
         fprintf(o, "</figcaption>\n</figure>\n");
