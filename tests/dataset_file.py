@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""dataset_file.py — the `file` dataset's test files and checks (h5py + numpy).
+
+usage:
+  dataset_file.py make DIR
+      good_f32.h5, good_f16.h5 (q, k, v of shape [3][500][32]) and bad files:
+      wrong_rank.h5, int32.h5, short.h5, small_d.h5, missing_k.h5, not_hdf5.h5
+  dataset_file.py read FILE HEADS L OUT -- mpiexec ... test_dataset_file FILE HEADS L D OUT
+      runs the command; OUT (float32 [3][HEADS][L][D]) must equal numpy's values of
+      q, k, v [:HEADS, :L, :] (float16 converted to float32) exactly
+  dataset_file.py run FILE RESULTS -- mpiexec ... ropebench run ... --dump-inputs -o RESULTS
+      runs the study; every case of dataset `file` must have /inputs/{q,k,v} equal to the
+      file's rows, and finite lse/entropy
+"""
+import subprocess
+import sys
+import zlib
+
+import h5py
+import numpy as np
+
+H, S, D = 3, 500, 32
+
+
+def write(path, shapes_types, skip=()):
+    rng = np.random.default_rng(zlib.crc32(path.encode()))
+    with h5py.File(path, "w") as f:
+        for name in "qkv":
+            if name in skip:
+                continue
+            shape, dtype = shapes_types.get(name, ((H, S, D), np.float32))
+            if np.issubdtype(dtype, np.integer):
+                data = rng.integers(-100, 100, size=shape).astype(dtype)
+            else:
+                data = rng.standard_normal(shape).astype(dtype)
+            f.create_dataset(name, data=data)
+
+
+def make(d):
+    write(f"{d}/good_f32.h5", {})
+    write(f"{d}/good_f16.h5", {n: ((H, S, D), np.float16) for n in "qkv"})
+    write(f"{d}/wrong_rank.h5", {"k": ((S, D), np.float32)})
+    write(f"{d}/int32.h5", {"k": ((H, S, D), np.int32)})
+    write(f"{d}/short.h5", {"k": ((H, 100, D), np.float32)})
+    write(f"{d}/small_d.h5", {"k": ((H, S, 16), np.float32)})
+    write(f"{d}/missing_k.h5", {}, skip=("k",))
+    with open(f"{d}/not_hdf5.h5", "w") as f:
+        f.write("this is text, not HDF5\n")
+    print("1 passed, 0 failed")
+    return 0
+
+
+def run_cmd(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write(p.stderr)
+    if p.returncode != 0:
+        print(f"FAIL: {' '.join(cmd)} exited {p.returncode}")
+        return False
+    return True
+
+
+def read(argv):
+    sep = argv.index("--")
+    path, heads, L, out = argv[0], int(argv[1]), int(argv[2]), argv[3]
+    if not run_cmd(argv[sep + 1:]):
+        print("0 passed, 1 failed")
+        return 1
+    with h5py.File(path, "r") as f:
+        want = np.stack([np.asarray(f[n][:heads, :L, :], dtype=np.float32) for n in "qkv"])
+    got = np.fromfile(out, dtype=np.float32).reshape(want.shape)
+    bad = np.argwhere(got != want)
+    if len(bad):
+        t, h, p, i = bad[0]
+        print(f"FAIL: {len(bad)} values differ; first: tensor {'qkv'[t]} head {h} position "
+              f"{p} dim {i}: read {got[t, h, p, i]!r}, numpy {want[t, h, p, i]!r}")
+        print("0 passed, 1 failed")
+        return 1
+    print(f"ok: {path}: {want.size} values equal numpy's (dtype "
+          f"{h5py.File(path, 'r')['q'].dtype})")
+    print("1 passed, 0 failed")
+    return 0
+
+
+def run(argv):
+    sep = argv.index("--")
+    path, results = argv[0], argv[1]
+    if not run_cmd(argv[sep + 1:]):
+        print("0 passed, 1 failed")
+        return 1
+    passed = failed = 0
+    with h5py.File(path, "r") as src, h5py.File(results, "r") as res:
+        for name, g in res["cases"].items():
+            if g.attrs["dataset"] not in ("file", b"file"):
+                continue
+            heads, L = int(g.attrs["heads"]), int(g.attrs["seq_len"])
+            for t in "qkv":
+                want = np.asarray(src[t][:heads, :L, :], dtype=np.float32)
+                got = g[f"inputs/{t}"][...]
+                if got.shape != want.shape or not np.array_equal(got, want):
+                    print(f"FAIL: {name}: inputs/{t} differs from {path}")
+                    failed += 1
+                else:
+                    passed += 1
+            if not np.all(np.isfinite(g["rows/lse"][...])):
+                print(f"FAIL: {name}: non-finite lse")
+                failed += 1
+    if passed == 0:
+        print("FAIL: no case of dataset file in", results)
+        failed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main():
+    cmd, argv = sys.argv[1], sys.argv[2:]
+    if cmd == "make":
+        return make(argv[0])
+    if cmd == "read":
+        return read(argv)
+    if cmd == "run":
+        return run(argv)
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+# datasets_ext.cmake — the spectral and file datasets: generation laws and shards
+# (spectral), parallel reads of good HDF5 files against numpy and clear errors for bad
+# ones (file), and both through `ropebench run`.
+
+add_executable(test_dataset_spectral test_dataset_spectral.c)
+target_link_libraries(test_dataset_spectral PRIVATE rb_mpi rb_datasets rb_kernels MPI::MPI_C)
+foreach(np 1 3)
+  rb_add_mpi_test(NAME dataset_spectral_np${np} NP ${np}
+    COMMAND $<TARGET_FILE:test_dataset_spectral> TIMEOUT 120)
+endforeach()
+
+add_executable(test_dataset_file test_dataset_file.c)
+target_link_libraries(test_dataset_file PRIVATE rb_mpi rb_datasets rb_kernels MPI::MPI_C)
+
+set(RB_DF ${CMAKE_CURRENT_SOURCE_DIR}/dataset_file.py)
+set(RB_DF_WORK ${CMAKE_CURRENT_BINARY_DIR}/dataset_file)
+file(MAKE_DIRECTORY ${RB_DF_WORK})
+rb_add_test(NAME dataset_file_make COMMAND ${RB_PYTHON} ${RB_DF} make ${RB_DF_WORK} TIMEOUT 60)
+set_tests_properties(dataset_file_make PROPERTIES FIXTURES_SETUP rb_dataset_files)
+
+# good files: what 1-3 ranks read (every layout, unsorted rows) equals numpy's values
+foreach(dt f32 f16)
+  foreach(np 1 2 3)
+    set(_f ${RB_DF_WORK}/good_${dt}.h5)
+    set(_o ${RB_DF_WORK}/read_${dt}_np${np}.bin)
+    rb_add_test(NAME dataset_file_read_${dt}_np${np} TIMEOUT 120 COMMAND ${RB_PYTHON} ${RB_DF}
+      read ${_f} 2 96 ${_o} -- ${RB_MPIEXEC_CMD} ${np} $<TARGET_FILE:test_dataset_file>
+      ${_f} 2 96 32 ${_o})
+    set_tests_properties(dataset_file_read_${dt}_np${np} PROPERTIES
+      FIXTURES_REQUIRED rb_dataset_files PROCESSORS ${np} LABELS mpi)
+  endforeach()
+endforeach()
+
+# bad files and keys: one clear line, exit 2, no crash (tests/data/small.ini: heads 2,
+# head_dim 32, longest case 480 tokens)
+set(_run ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run --dry-run -q
+  -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set study.datasets=file)
+function(rb_file_error name regex)
+  rb_add_test(NAME dataset_file_error_${name} COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 ${regex} -- ${ARGN})
+  set_tests_properties(dataset_file_error_${name} PROPERTIES
+    FIXTURES_REQUIRED rb_dataset_files LABELS cli)
+endfunction()
+rb_file_error(wrong_rank "wrong_rank.h5: dataset k has rank 2 \\(shape \\[500\\]\\[32\\]\\), expected 3"
+  ${_run} --set file.path=${RB_DF_WORK}/wrong_rank.h5)
+rb_file_error(int32 "int32.h5: dataset k has type int32, expected float32 or float16"
+  ${_run} --set file.path=${RB_DF_WORK}/int32.h5)
+rb_file_error(short "short.h5: dataset k has shape \\[3\\]\\[100\\]\\[32\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
+  ${_run} --set file.path=${RB_DF_WORK}/short.h5)
+rb_file_error(small_head_dim "small_d.h5: dataset k has shape \\[3\\]\\[500\\]\\[16\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
+  ${_run} --set file.path=${RB_DF_WORK}/small_d.h5)
+rb_file_error(too_many_heads "good_f32.h5: dataset q has shape \\[3\\]\\[500\\]\\[32\\], expected \\[>=4\\]"
+  ${_run} --set file.path=${RB_DF_WORK}/good_f32.h5 --set study.heads=4)
+rb_file_error(missing_k "missing_k.h5: no dataset 'k'"
+  ${_run} --set file.path=${RB_DF_WORK}/missing_k.h5)
+rb_file_error(not_hdf5 "not_hdf5.h5: not an HDF5 file"
+  ${_run} --set file.path=${RB_DF_WORK}/not_hdf5.h5)
+rb_file_error(no_path "file.path: empty, but study.datasets includes file" ${_run})
+rb_file_error(missing_path "file.path = '.*nonexistent.h5': cannot read: No such file"
+  ${_run} --set file.path=${RB_DF_WORK}/nonexistent.h5)
+rb_file_error(directory "file.path = '.*': not a regular file" ${_run} --set file.path=${RB_DF_WORK})
+# the same on 2 ranks: every rank agrees, rank 0 speaks once
+rb_file_error(mpi_short "short.h5: dataset k has shape"
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set study.datasets=file --set file.path=${RB_DF_WORK}/short.h5 -o ${RB_DF_WORK}/never.h5)
+# [spectral] keys
+set(_sp ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run --dry-run -q --set study.datasets=spectral)
+rb_file_error(spectral_profile "spectral.profile: unknown value 'medium' \\(choose from flat, low, high, list\\)"
+  ${_sp} --set spectral.profile=medium)
+rb_file_error(spectral_kappa "spectral.coherence = 1.5: must be in \\[0, 1\\]"
+  ${_sp} --set spectral.coherence=1.5)
+rb_file_error(spectral_kappa_neg "spectral.coherence = -0.1: must be in \\[0, 1\\]"
+  ${_sp} --set spectral.coherence=-0.1)
+rb_file_error(spectral_count "spectral.amplitudes: profile list needs 64 values \\(rotary_dim/2\\), got 3"
+  ${_sp} --set spectral.profile=list --set spectral.amplitudes=1,2,3)
+rb_file_error(spectral_negative "spectral.amplitudes = -1: must be in"
+  ${_sp} --set spectral.profile=list --set spectral.amplitudes=-1)
+rb_file_error(unknown_dataset "study.datasets: unknown value 'spectrum' \\(choose from gaussian, needle, spectral, file\\)"
+  ${_sp} --set study.datasets=spectrum)
+
+# end to end on 2 ranks: the study's pre-RoPE inputs are the file's rows (float32 and
+# float16), beside a spectral case
+foreach(dt f32 f16)
+  set(_res ${RB_DF_WORK}/run_${dt}.h5)
+  rb_add_test(NAME dataset_file_run_${dt} TIMEOUT 240 COMMAND ${RB_PYTHON} ${RB_DF} run
+    ${RB_DF_WORK}/good_${dt}.h5 ${_res} -- ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q
+    -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set scaling.methods=none,yarn
+    --set study.datasets=file,spectral --set file.path=${RB_DF_WORK}/good_${dt}.h5
+    --dump-inputs -o ${_res})
+  set_tests_properties(dataset_file_run_${dt} PROPERTIES
+    FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
+endforeach()
