@@ -8,6 +8,8 @@
  * The reference sums each score sequentially over dims and everything else per pair
  * directly (c_j, |q_j||k_j|); tolerances: counts and ranks exact, mins/maxes 1e-12
  * relative, sums 1e-9 of the sum of absolute terms.
+ * The default (AVX-512 where available) and ROPEBENCH_ISA=ref builds must agree bit
+ * for bit.
  * fp32 RoPE: rotation equal to a complex-float product within 4 float ulps of the
  * pair norm; pass-through dims untouched; the phase measured from a rotated unit
  * vector obeys |err| <= 2.5 * 2^-24 * pos * inv_freq + 1e-6 and grows with position
@@ -341,6 +343,64 @@ static void metrics_case(int ci)
     free(owner); free(ks); free(kps);
 }
 
+/* The AVX-512 build of the kernel (chosen when the CPU allows) and the portable one
+ * (ROPEBENCH_ISA=ref) give bit-identical accumulators. */
+static void isa_identity_case(int ci)
+{
+    const int d = 8 * (int)rng_int(1, 16), np = d / 2, nbins = 12;
+    const int64_t nq = rng_int(1, 40), nk = rng_int(1, 700);
+    const rb_rope_layout layout = ci % 2 ? RB_LAYOUT_GPTJ : RB_LAYOUT_NEOX;
+    float *q = malloc(sizeof(float) * nq * d), *k = malloc(sizeof(float) * nk * d);
+    int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
+    double *lse = malloc(sizeof(double) * nq);
+    for (int64_t i = 0; i < nq * d; i++)
+        q[i] = rng_gauss();
+    for (int64_t i = 0; i < nk * d; i++)
+        k[i] = rng_gauss();
+    for (int64_t n = 0; n < nk; n++)
+        kp[n] = n;
+    for (int64_t m = 0; m < nq; m++) {
+        qp[m] = rng_int(0, nk + 5);
+        lse[m] = 2.0 + rng_unif() * 8.0;
+    }
+    int64_t edges[40];
+    const int B = make_edges(nk + 6, nbins, edges);
+    const size_t len = (size_t)B * (4 + np) + 3 * (size_t)nq + np;
+    double *acc[2];
+    for (int v = 0; v < 2; v++) {
+        acc[v] = calloc(len, sizeof(double));
+        double *a = acc[v];
+        rb_probe_metrics pm = {0};
+        pm.d = d;
+        pm.rotary_dim = d;
+        pm.layout = layout;
+        pm.nbins = B;
+        pm.edges = edges;
+        pm.count = a;
+        pm.sum_s = a + B;
+        pm.sum_s2 = a + 2 * B;
+        pm.share_den = a + 3 * B;
+        pm.share_num = a + 4 * B;
+        pm.row_min_s = a + B * (4 + np);
+        pm.row_max_abs_s = pm.row_min_s + nq;
+        pm.row_count = pm.row_max_abs_s + nq;
+        pm.rho_sum = pm.row_count + nq;
+        for (int64_t m = 0; m < nq; m++)
+            pm.row_min_s[m] = INFINITY;
+        if (v == 1)
+            setenv("ROPEBENCH_ISA", "ref", 1);
+        char err[256] = "";
+        int r = rb_probe_metrics_accumulate(q, qp, lse, nq, k, kp, nk, 0.3, &pm, err,
+                                            sizeof err);
+        unsetenv("ROPEBENCH_ISA");
+        check(r == RB_OK, "isa case %d: returned %d (%s)", ci, r, err);
+    }
+    check(memcmp(acc[0], acc[1], len * sizeof(double)) == 0,
+          "isa case %d: d=%d nq=%lld nk=%lld %s: default and ROPEBENCH_ISA=ref differ", ci,
+          d, (long long)nq, (long long)nk, layout == RB_LAYOUT_GPTJ ? "gptj" : "neox");
+    free(acc[0]); free(acc[1]); free(q); free(k); free(qp); free(kp); free(lse);
+}
+
 /* Bad inputs are refused with a message, nothing is touched. */
 static void metrics_errors(void)
 {
@@ -474,6 +534,8 @@ int main(void)
 {
     for (int ci = 0; ci < 300; ci++)
         metrics_case(ci);
+    for (int ci = 0; ci < 30; ci++)
+        isa_identity_case(ci);
     metrics_errors();
     for (int ci = 0; ci < 200; ci++)
         fp32_rotation_case(ci);

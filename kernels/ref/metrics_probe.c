@@ -2,10 +2,26 @@
 #include "rb_kernels.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+
+/* This file is also compiled with AVX-512 flags, by kernels/avx512/metrics_probe_avx512.c
+ * including it with RB_METRICS_PROBE_AVX512 defined: the same loops, vectorized 8
+ * doubles wide. Every vector loop below is lane-wise (no reassociation) and C17 mode
+ * does not contract a*b+c into FMA, so both builds give bit-identical results;
+ * rb_probe_metrics_accumulate runs the AVX-512 build when the CPU and OS allow it and
+ * ROPEBENCH_ISA is not "ref". */
+#ifdef RB_METRICS_PROBE_AVX512
+#define ACCUMULATE_IMPL rb_probe_metrics_accumulate_avx512
+int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int64_t nq,
+                    const float *k, const int64_t *k_pos, int64_t nk, double scale,
+                    rb_probe_metrics *m, char *err, size_t errlen);
+#else
+#define ACCUMULATE_IMPL accumulate_portable
 #endif
 
 /* How the work is cut. Keys are taken in blocks of KB, converted once to double in two
@@ -15,9 +31,15 @@
  * by many more rows than the late ones). Scores are computed KC keys at a time with
  * the dims split over 4 partial sums exactly as rb_attn_tile_ref's dot product, so a
  * score here is bit-identical to the reference tile's (and to a caller's needle_s
- * computed the same way). */
+ * computed the same way). The weighted key sums W += p k of the share are applied up
+ * to 4 keys at a time, ((W + p0 k0) + p1 k1) + ..., in key order (one load and store
+ * of W per 4 keys, the same rounding as one key at a time). */
 #define KB 32
-#define KC 4
+#ifdef RB_METRICS_PROBE_AVX512
+#define KC 8 /* 4 accumulators of one zmm each */
+#else
+#define KC 4 /* fits 16 xmm registers */
+#endif
 
 /* Keys with s - lse below log(1e-30), i.e. p < 1e-30, are left out of share_num and
  * share_den (both, so each bin's ratio stays a weighted mean over the keys it holds).
@@ -116,7 +138,42 @@ typedef struct {
     int b;
     double cnt, ss, ss2, den;
     int wdirty;
+    int npend;     /* keys waiting for W += p k */
+    double pp[4];  /* their p */
+    const double *pk[4]; /* their rows in kd */
 } run_acc;
+
+/* W[0..rot) += p_i k_i for the pending keys, in order. */
+static void run_apply(run_acc *r, double *restrict W, int rot)
+{
+    const double p0 = r->pp[0], p1 = r->pp[1], p2 = r->pp[2], p3 = r->pp[3];
+    const double *restrict k0 = r->pk[0], *restrict k1 = r->pk[1];
+    const double *restrict k2 = r->pk[2], *restrict k3 = r->pk[3];
+    switch (r->npend) {
+    case 4:
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (int i = 0; i < rot; i++)
+            W[i] = (((W[i] + p0 * k0[i]) + p1 * k1[i]) + p2 * k2[i]) + p3 * k3[i];
+        break;
+    case 3:
+        for (int i = 0; i < rot; i++)
+            W[i] = ((W[i] + p0 * k0[i]) + p1 * k1[i]) + p2 * k2[i];
+        break;
+    case 2:
+        for (int i = 0; i < rot; i++)
+            W[i] = (W[i] + p0 * k0[i]) + p1 * k1[i];
+        break;
+    case 1:
+        for (int i = 0; i < rot; i++)
+            W[i] += p0 * k0[i];
+        break;
+    default:
+        break;
+    }
+    r->npend = 0;
+}
 
 static void run_flush(run_acc *r, const shared_ctx *c, const double *q, thread_acc *t)
 {
@@ -128,6 +185,7 @@ static void run_flush(run_acc *r, const shared_ctx *c, const double *q, thread_a
     t->sum_s2[b] += r->ss2;
     if (c->share) {
         t->den[b] += r->den;
+        run_apply(r, t->W, c->rot);
         if (r->wdirty) {
             double *num = t->num + (size_t)b * (size_t)c->np;
             for (int j = 0; j < c->np; j++) {
@@ -180,7 +238,7 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         }
     }
 
-    run_acc run = {-1, 0, 0, 0, 0, 0};
+    run_acc run = {.b = -1};
     int64_t lo = 0, hi = 0; /* distance window of run.b */
     for (int64_t r = lower_bound(c->spos, c->nq, kmin); r < c->nq; r++) {
         const int64_t row = c->order[r];
@@ -215,8 +273,10 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                 const double p = exp(s - lse);
                 const double *kr = t->kd + (size_t)n * d;
                 run.den += p;
-                for (int i = 0; i < rot; i++)
-                    t->W[i] += p * kr[i];
+                run.pp[run.npend] = p;
+                run.pk[run.npend] = kr;
+                if (++run.npend == 4)
+                    run_apply(&run, t->W, rot);
                 run.wdirty = 1;
             }
             for (int64_t e = ns0; e < ns1; e++) {
@@ -245,10 +305,12 @@ static int cmp_rows(const void *a, const void *b)
     return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
-int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
-                                int64_t nq, const float *k, const int64_t *k_pos,
-                                int64_t nk, double scale, rb_probe_metrics *m,
-                                char *err, size_t errlen)
+#ifndef RB_METRICS_PROBE_AVX512
+static
+#endif
+int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int64_t nq,
+                    const float *k, const int64_t *k_pos, int64_t nk, double scale,
+                    rb_probe_metrics *m, char *err, size_t errlen)
 {
     if (!m)
         return rb_errf(err, errlen, RB_EINVAL, "probe metrics: no accumulator struct");
@@ -449,3 +511,36 @@ cleanup:
     free(ps);
     return rc;
 }
+
+#ifndef RB_METRICS_PROBE_AVX512
+int rb_probe_metrics_accumulate_avx512(const float *q, const int64_t *q_pos,
+                                       const double *lse, int64_t nq, const float *k,
+                                       const int64_t *k_pos, int64_t nk, double scale,
+                                       rb_probe_metrics *m, char *err, size_t errlen);
+
+/* 1 if the CPU and OS run AVX-512 code (decided once). */
+static int cpu_avx512(void)
+{
+    static atomic_int have = -1;
+    int h = atomic_load(&have);
+    if (h < 0) {
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        h = ci.avx512f && ci.avx512dq && ci.os_zmm;
+        atomic_store(&have, h);
+    }
+    return h;
+}
+
+int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
+                                int64_t nq, const float *k, const int64_t *k_pos,
+                                int64_t nk, double scale, rb_probe_metrics *m,
+                                char *err, size_t errlen)
+{
+    const char *isa = getenv("ROPEBENCH_ISA");
+    if (cpu_avx512() && !(isa && strcmp(isa, "ref") == 0))
+        return rb_probe_metrics_accumulate_avx512(q, q_pos, lse, nq, k, k_pos, nk, scale,
+                                                  m, err, errlen);
+    return accumulate_portable(q, q_pos, lse, nq, k, k_pos, nk, scale, m, err, errlen);
+}
+#endif
