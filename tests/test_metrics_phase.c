@@ -312,7 +312,7 @@ static void test_threads_and_errors(void)
 {
     double base_f[NPMAX], yarn[NPMAX], w[NPMAX], dl[40], D1[40], D2[40], B1[120], B2[120];
     int band[NPMAX];
-    char err[256], pr[200];
+    char err[256], pr[320];
     sched(RB_ROPE_NONE, 128, 10000, 1, 4096, 1, base_f);
     sched(RB_ROPE_YARN, 128, 10000, 16, 4096, 1, yarn);
     rb_metrics_bands(base_f, 64, 4096, 32, 1, band);
@@ -367,7 +367,7 @@ static void test_threads_and_errors(void)
         int rc = rb_metrics_phase_distance(base_f, base_f, ww, bad[k].want_band ? bb : NULL,
                                            bad[k].np, bad[k].L0, &d, bad[k].nd, D1, B1, NULL,
                                            NULL, err, sizeof err);
-        snprintf(pr, sizeof pr, "%s: rc %d msg '%s'", bad[k].what, rc, err);
+        snprintf(pr, sizeof pr, "%.40s: rc %d msg '%.250s'", bad[k].what, rc, err);
         check(rc == RB_EINVAL && strlen(err) > 10 && !strchr(err, '\n'),
               "bad input: RB_EINVAL with a one-line message", pr);
     }
