@@ -208,15 +208,19 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
     const int64_t *kp = c->k_pos + n0;
     int64_t kmin = kp[0], kmax = kp[0];
     for (int n = 0; n < nb; n++) {
+        if (kp[n] < kmin)
+            kmin = kp[n];
+        if (kp[n] > kmax)
+            kmax = kp[n];
+    }
+    if (kmin > c->spos[c->nq - 1])
+        return; /* no row sees any key of the block */
+    for (int n = 0; n < nb; n++) {
         const float *kr = c->k + (size_t)(n0 + n) * (size_t)d;
         for (int i = 0; i < d; i++) {
             t->kd[(size_t)n * d + i] = (double)kr[i];
             t->kT[(size_t)i * KB + n] = (double)kr[i];
         }
-        if (kp[n] < kmin)
-            kmin = kp[n];
-        if (kp[n] > kmax)
-            kmax = kp[n];
     }
     for (int n = nb; n < KB; n++)
         for (int i = 0; i < d; i++)
