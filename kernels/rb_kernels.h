@@ -248,8 +248,10 @@ void rb_metrics_bands(const double *inv_freq_base, int np, int64_t L0, double be
                       double beta_slow, int *band);
 
 /* Per-pair phase table: trained_span[j] = theta_j (L0-1), max_phase[j] =
- * theta'_j (L-1), turns[j] = max_phase/2pi, ood[j] = trained_span < 2pi && max_phase >
- * trained_span. Returns the critical pair (first j with trained_span < 2pi; np if none). */
+ * theta'_j (L-1) (both not reduced), turns[j] = max_phase/2pi, ood[j] = trained_span <
+ * 2pi && max_phase > trained_span; each output may be NULL. Returns the critical pair
+ * (first j with trained_span < 2pi; np if none), or RB_EINVAL if np < 1, L0 < 1, L < 1
+ * or an input is NULL. */
 int rb_metrics_phase_pairs(const double *inv_freq_base, const double *inv_freq, int np,
                            int64_t L0, int64_t L, double *trained_span, double *max_phase,
                            double *turns, int *ood);
@@ -257,9 +259,14 @@ int rb_metrics_phase_pairs(const double *inv_freq_base, const double *inv_freq, 
 /* Phase distance to the trained set at distances delta[0..nd): D = min over trained
  * distances 0 <= t < L0 of sqrt(sum_j w_j wrap(theta'_j delta - theta_j t)^2 / sum_j
  * w_j), wrap to [-pi, pi], weights w_j >= 0 (E[rho_j] from the data); D_band[b*nd+i]
- * the same restricted to the pairs of band b (NaN if the band is empty);
- * ood_count[i] / ood_energy[i] the count- and w-weighted fraction of pairs with
- * trained_span < 2pi and theta'_j delta > trained_span. RB_EINVAL on bad sizes. */
+ * the same restricted to the pairs of band b and minimised on its own (NaN if the band
+ * has no pair or no weight); ood_count[i] / ood_energy[i] the count- and w-weighted
+ * fraction of pairs with trained_span < 2pi and theta'_j delta > trained_span.
+ * delta may be non-integer (0 <= delta <= 2^53; n + f is phased as n exactly plus f
+ * theta). Phases are exact; D is the exact-phase value at a minimising t (so 0 exactly
+ * when a trained t matches). Outputs may be NULL (D_band needs band). OpenMP over the
+ * distances; O(nd L0 np). RB_EINVAL on bad sizes, negative or non-finite weights, a
+ * zero weight sum, a band outside 0..2 or a bad delta; RB_ENOMEM. */
 int rb_metrics_phase_distance(const double *inv_freq_base, const double *inv_freq,
                               const double *w, const int *band, int np, int64_t L0,
                               const double *delta, int nd, double *D, double *D_band,
@@ -267,9 +274,11 @@ int rb_metrics_phase_distance(const double *inv_freq_base, const double *inv_fre
                               size_t errlen);
 
 /* Long-range decay bounds at distances delta[0..nd): roformer[i] = (1/np) sum_{i=1..np}
- * |S_i|, S_i = sum_{k<i} exp(1i delta theta'_k); B[i] = sum_j cos(delta theta'_j).
+ * |S_i|, S_i = sum_{k<i} exp(1i delta theta'_k) ((np+1)/2 at delta 0); B[i] =
+ * sum_j cos(delta theta'_j). Exact phases; delta as in rb_metrics_phase_distance;
+ * either output may be NULL; np < 1 or nd < 1 does nothing.
  * rb_metrics_first_negative_B: the first integer delta in [1, max_delta] with
- * B(delta) < 0, or -1 if none. */
+ * B(delta) < 0, or -1 if none (or np outside 1..4096). O(np) per delta scanned. */
 void rb_metrics_decay_bounds(const double *inv_freq, int np, const double *delta, int nd,
                              double *roformer, double *B);
 int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_delta);
