@@ -273,7 +273,9 @@ int main(void)
         }
         report(rb_dataset_kind_parse("gaussian") == RB_DATA_GAUSSIAN &&
                    rb_dataset_kind_parse("needle") == RB_DATA_NEEDLE &&
-                   rb_dataset_kind_parse("spectral") == -1 && rb_dataset_kind_parse(NULL) == -1 &&
+                   rb_dataset_kind_parse("spectral") == RB_DATA_SPECTRAL &&
+                   rb_dataset_kind_parse("file") == RB_DATA_FILE &&
+                   rb_dataset_kind_parse("spectrum") == -1 && rb_dataset_kind_parse(NULL) == -1 &&
                    strcmp(rb_dataset_kind_name(RB_DATA_NEEDLE), "needle") == 0 &&
                    strcmp(rb_dataset_kind_name(RB_DATA_GAUSSIAN), "gaussian") == 0,
                "dataset kind names and parse");
