@@ -53,7 +53,7 @@ static const struct {
      "differences, minimised over trained distances) against distance, log x axis", 1, 0},
     {"decay", "distance (tokens)", "mean score over (probe row, key) pairs",
      "Mean attention score over all (probe row, key) pairs per distance bin, log x axis", 1, 0},
-    {"needle-rank", "needle distance (tokens)", "rank of the needle's score (1 = hit)",
+    {"needle-rank", "needle distance (tokens)", "rank of the needle score (1 = hit)",
      "Rank of each needle's score among the keys its query sees (1 = retrieved), against "
      "needle distance, log x axis, all heads", 1, 1},
     {"precision", "query position", "max phase error of fp32 phases (rad)",
