@@ -53,7 +53,8 @@ static void type_name(hid_t type, char *buf, size_t len)
     size_t bits = H5Tget_size(type) * 8;
     switch (c) {
     case H5T_INTEGER:
-        snprintf(buf, len, "%s%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", bits);
+        snprintf(buf, len, "%s%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int",
+                 bits);
         break;
     case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
     case H5T_STRING: snprintf(buf, len, "string"); break;
@@ -108,7 +109,8 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2)) {
         type_name(type, tn, sizeof tn);
         rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
-                     "%s: dataset %s has type %s, expected float32 or float16", p, name, tn);
+                     "%s: dataset %s has type %s, expected float32 or float16", p, name,
+                     tn);
         goto cleanup;
     }
     if (dims[0] < (hsize_t)s->heads || dims[1] < (hsize_t)s->seq_len ||
@@ -154,7 +156,8 @@ static int open_file(rb_dataset_source *s, char *err, size_t errlen)
         goto cleanup;
     s->dxpl = H5Pcreate(H5P_DATASET_XFER);
     if (s->dxpl < 0 || H5Pset_dxpl_mpio(s->dxpl, H5FD_MPIO_COLLECTIVE) < 0)
-        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up collective reads", s->path);
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up collective reads",
+                     s->path);
     rc = agree(s->comm, rc, msg, err, errlen);
 cleanup:
     if (fapl >= 0) H5Pclose(fapl);
@@ -267,8 +270,8 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
         rc = rb_errf(msg, sizeof msg, RB_EINVAL, "%s: head %d outside [0, %d)", src->path,
                      head, src->heads);
     else if (n < 0 || (n > 0 && (!pos || !out)))
-        rc = rb_errf(msg, sizeof msg, RB_EINVAL, "dataset: bad row count %lld or NULL buffer",
-                     (long long)n);
+        rc = rb_errf(msg, sizeof msg, RB_EINVAL,
+                     "dataset: bad row count %lld or NULL buffer", (long long)n);
     for (int64_t r = 0; rc == RB_OK && r < n; r++) {
         if (pos[r] < 0 || pos[r] >= src->seq_len)
             rc = rb_errf(msg, sizeof msg, RB_EINVAL, "%s: position %lld outside [0, %lld)",
@@ -302,8 +305,9 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
         mspace = H5Screate_simple(1, &mdim, NULL);
         if (fspace < 0 || mspace < 0 || select_rows(fspace, head, sorted ? pos : u, m, d) ||
             (m == 0 && H5Sselect_none(mspace) < 0))
-            rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot select the rows of dataset %s",
-                         src->path, tensor_names[t]);
+            rc = rb_errf(msg, sizeof msg, RB_EIO,
+                         "%s: cannot select the rows of dataset %s", src->path,
+                         tensor_names[t]);
     }
     if ((rc = agree(src->comm, rc, msg, err, errlen)) != RB_OK)
         goto cleanup;

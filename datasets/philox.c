@@ -1,4 +1,5 @@
-/* philox.c — counter-based dataset generation: Philox4x32-10 + Box-Muller (gaussian, needle, spectral). */
+/* philox.c — counter-based dataset generation: Philox4x32-10 + Box-Muller (gaussian,
+ * needle), and the spectral dataset's per-pair amplitudes and phases. */
 #include "rb_datasets.h"
 
 #include <math.h>

@@ -2,7 +2,8 @@
  * ranks (every sharding layout, and unsorted positions with repeats) and writes what
  * the ranks read, assembled on rank 0, for dataset_file.py to compare with numpy.
  *
- * usage: test_dataset_file FILE HEADS L HEAD_DIM OUT.bin   (OUT: float32 [3][HEADS][L][HEAD_DIM]) */
+ * usage: test_dataset_file FILE HEADS L HEAD_DIM OUT.bin   (OUT: float32
+ * [3][HEADS][L][HEAD_DIM]) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,21 +12,22 @@
 #include "rb_datasets.h"
 #include "rb_mpi.h"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, N, fails = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &N);
     if (argc != 6) {
-        if (rank == 0) fprintf(stderr, "usage: test_dataset_file FILE HEADS L HEAD_DIM OUT\n");
+        if (rank == 0)
+            fprintf(stderr, "usage: test_dataset_file FILE HEADS L HEAD_DIM OUT\n");
         MPI_Finalize();
         return 2;
     }
     const int H = atoi(argv[2]), d = atoi(argv[4]);
     const int64_t L = atoll(argv[3]);
     const size_t per_t = (size_t)H * (size_t)L * (size_t)d;
-    const rb_shard_layout layouts[] = {RB_SHARD_CONTIGUOUS, RB_SHARD_ZIGZAG, RB_SHARD_STRIPED};
+    const rb_shard_layout layouts[] = {RB_SHARD_CONTIGUOUS, RB_SHARD_ZIGZAG,
+                                       RB_SHARD_STRIPED};
     char err[512];
     rb_dataset ds;
     rb_dataset_source *src = NULL;
@@ -34,22 +36,25 @@ int main(int argc, char **argv)
     ds.head_dim = d;
     ds.path = argv[1];
     float *all = calloc(3 * per_t, sizeof(float)), *ref = calloc(3 * per_t, sizeof(float));
-    float *mine = malloc((size_t)L * d * sizeof(float)), *got = malloc((size_t)L * d * sizeof(float));
+    float *mine = malloc((size_t)L * d * sizeof(float)),
+          *got = malloc((size_t)L * d * sizeof(float));
     int64_t *pos = malloc(2 * (size_t)L * sizeof *pos);
     if (rb_dataset_open(&src, &ds, MPI_COMM_WORLD, H, L, err, sizeof err) != RB_OK) {
-        if (rank == 0) printf("FAIL: open: %s\n", err);
+        if (rank == 0)
+            printf("FAIL: open: %s\n", err);
         fails++;
         goto done;
     }
     for (int li = 0; li < 3; li++) {
         rb_shard_layout s = layouts[li];
         int64_t n = rb_shard_local_count(s, L, N);
-        for (int64_t i = 0; i < n; i++) pos[i] = rb_shard_global(s, L, N, rank, i);
+        for (int64_t i = 0; i < n; i++)
+            pos[i] = rb_shard_global(s, L, N, rank, i);
         for (int t = 0; t < 3; t++)
             for (int h = 0; h < H; h++) {
                 if (rb_dataset_read(src, (rb_tensor)t, h, pos, n, mine, err, sizeof err)) {
-                    printf("FAIL: rank %d read (layout %s): %s\n", rank, rb_shard_layout_name(s),
-                           err);
+                    printf("FAIL: rank %d read (layout %s): %s\n", rank,
+                           rb_shard_layout_name(s), err);
                     fails++;
                 }
                 MPI_Gather(mine, (int)(n * d), MPI_FLOAT, got, (int)(n * d), MPI_FLOAT, 0,
@@ -61,7 +66,8 @@ int main(int argc, char **argv)
                                got + ((size_t)r * n + i) * d, d * sizeof(float));
                     }
             }
-        if (rank == 0 && li == 0) memcpy(ref, all, 3 * per_t * sizeof(float));
+        if (rank == 0 && li == 0)
+            memcpy(ref, all, 3 * per_t * sizeof(float));
         if (rank == 0 && memcmp(ref, all, 3 * per_t * sizeof(float))) {
             printf("FAIL: layout %s on %d ranks reads other values than contiguous\n",
                    rb_shard_layout_name(s), N);
@@ -73,8 +79,10 @@ int main(int argc, char **argv)
     {
         int64_t n = 0;
         for (int rep = 0; rep < 2; rep++)
-            for (int64_t p = L - 1 - rank; p >= 0; p -= N) pos[n++] = p;
-        if (rank == N - 1 && N > 1) n = 0; /* and one rank takes part with no rows */
+            for (int64_t p = L - 1 - rank; p >= 0; p -= N)
+                pos[n++] = p;
+        if (rank == N - 1 && N > 1)
+            n = 0; /* and one rank takes part with no rows */
         float *rows = malloc(((size_t)n + 1) * d * sizeof(float));
         for (int t = 0; t < 3; t++)
             for (int h = 0; h < H; h++) {
@@ -88,7 +96,8 @@ int main(int argc, char **argv)
                         memcmp(rows + (size_t)i * d,
                                ref + (size_t)t * per_t + ((size_t)h * L + pos[i]) * d,
                                d * sizeof(float))) {
-                        printf("FAIL: unsorted read, tensor %d head %d position %lld differs\n",
+                        printf("FAIL: unsorted read, tensor %d head %d position %lld "
+                               "differs\n",
                                t, h, (long long)pos[i]);
                         fails++;
                         break;
@@ -112,14 +121,20 @@ int main(int argc, char **argv)
             printf("FAIL: cannot write %s\n", argv[5]);
             fails++;
         }
-        if (f) fclose(f);
+        if (f)
+            fclose(f);
     }
 done:
     rb_dataset_close(src);
     MPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("test_dataset_file on %d ranks: %s\n", N, fails ? "FAILED" : "all layouts agree");
-    free(all); free(ref); free(mine); free(got); free(pos);
+        printf("test_dataset_file on %d ranks: %s\n", N,
+               fails ? "FAILED" : "all layouts agree");
+    free(all);
+    free(ref);
+    free(mine);
+    free(got);
+    free(pos);
     MPI_Finalize();
     return fails ? 1 : 0;
 }
