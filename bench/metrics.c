@@ -24,7 +24,7 @@ struct rb_case_metrics {
     /* probe metrics (probe mode) */
     int probe;
     rb_probe_metrics pm;
-    double *count, *sum_s, *sum_s2, *share_num, *share_den;
+    double *count, *sum_s, *sum_s2, *share_num, *share_den, *rho_sum;
     double *row_min_s, *row_max_abs_s, *row_count; /* [H][nq] */
     double *lse_all;                               /* [H][nq], every rank */
     /* needles [H][n] */
@@ -99,11 +99,12 @@ int rb_metrics_begin(rb_case_metrics **out, const rb_config *c, int mode, int64_
         m->sum_s2 = zalloc(nb, sizeof(double));
         m->share_num = zalloc(nb * (size_t)m->np, sizeof(double));
         m->share_den = zalloc(nb, sizeof(double));
+        m->rho_sum = zalloc((size_t)m->np, sizeof(double));
         m->row_min_s = zalloc(hq, sizeof(double));
         m->row_max_abs_s = zalloc(hq, sizeof(double));
         m->row_count = zalloc(hq, sizeof(double));
         m->lse_all = zalloc(hq, sizeof(double));
-        if (!m->count || !m->sum_s || !m->sum_s2 || !m->share_num || !m->share_den ||
+        if (!m->count || !m->sum_s || !m->sum_s2 || !m->share_num || !m->share_den || !m->rho_sum ||
             !m->row_min_s || !m->row_max_abs_s || !m->row_count || !m->lse_all)
             goto nomem;
         for (size_t i = 0; i < hq; i++) m->row_min_s[i] = INFINITY;
@@ -145,7 +146,7 @@ cleanup:
 void rb_metrics_free(rb_case_metrics *m)
 {
     if (!m) return;
-    double *arrays[] = {m->qnorm_sum, m->knorm_sum, m->count,     m->sum_s,
+    double *arrays[] = {m->qnorm_sum, m->knorm_sum, m->count,     m->sum_s, m->rho_sum,
                         m->sum_s2,    m->share_num, m->share_den, m->row_min_s,
                         m->row_max_abs_s, m->row_count, m->lse_all, m->needle_s,
                         m->needle_above, m->phase_err, m->score_err, m->bound_ratio,
@@ -169,15 +170,13 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     int64_t *ksp = NULL;
     double *lf = NULL, *hf = NULL;
 
-    add_pair_norms(qrot, m->nq, d, rd, c->layout, m->qnorm_sum);
-    add_pair_norms(krot, nk, d, rd, c->layout, m->knorm_sum);
     if (!m->probe) {
+        add_pair_norms(qrot, m->nq, d, rd, c->layout, m->qnorm_sum);
+        add_pair_norms(krot, nk, d, rd, c->layout, m->knorm_sum);
         m->nq_rows += (double)m->nq;
         m->nk_rows += (double)nk;
         return RB_OK;
     }
-    m->nq_rows += (double)m->nq;
-    m->nk_rows += (double)nk;
 
     /* every rank needs the final lse of the probe rows */
     double *lse_h = m->lse_all + (size_t)h * m->nq;
@@ -214,6 +213,7 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     pm.sum_s2 = m->sum_s2;
     pm.share_num = m->share_num;
     pm.share_den = m->share_den;
+    pm.rho_sum = m->rho_sum;
     pm.row_min_s = m->row_min_s + (size_t)h * m->nq;
     pm.row_max_abs_s = m->row_max_abs_s + (size_t)h * m->nq;
     pm.row_count = m->row_count + (size_t)h * m->nq;
@@ -377,17 +377,27 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     TRY(put1(res, g, "ood", e, np, err, errlen));
     TRY(rb_results_attr_i64(res, g, "critical_pair", crit, err, errlen));
 
-    /* ---- 2. phase distance to the trained set, weights E[rho_j] = E|q_j| E|k_j| */
-    double qn = m->nq_rows, kn = m->nk_rows;
-    /* keys are sharded; probe rows are the same on every rank, full rows sharded */
-    MPI_Allreduce(MPI_IN_PLACE, m->knorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
-    MPI_Allreduce(MPI_IN_PLACE, &kn, 1, MPI_DOUBLE, MPI_SUM, comm);
-    if (!m->probe) {
+    /* ---- 2. phase distance to the trained set, weights w_j = E[rho_j]: in probe mode
+     * over the case's (probe row, visible key) pairs (rho_sum / pairs); in full mode,
+     * where no per-pair pass runs, E|q_j| E|k_j| over the rows (pair norms). */
+    if (m->probe) {
+        reduce(m->count, nb, MPI_SUM, comm);
+        reduce(m->sum_s, nb, MPI_SUM, comm);
+        reduce(m->sum_s2, nb, MPI_SUM, comm);
+        reduce(m->rho_sum, np, MPI_SUM, comm);
+        double pairs = 0;
+        for (int i = 0; i < nb; i++) pairs += m->count[i];
+        for (int j = 0; j < np; j++) w[j] = pairs > 0 ? m->rho_sum[j] / pairs : 0;
+    } else {
+        double qn = m->nq_rows, kn = m->nk_rows;
+        MPI_Allreduce(MPI_IN_PLACE, m->knorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
         MPI_Allreduce(MPI_IN_PLACE, m->qnorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
+        MPI_Allreduce(MPI_IN_PLACE, &kn, 1, MPI_DOUBLE, MPI_SUM, comm);
         MPI_Allreduce(MPI_IN_PLACE, &qn, 1, MPI_DOUBLE, MPI_SUM, comm);
+        for (int j = 0; j < np; j++)
+            w[j] = (qn > 0 ? m->qnorm_sum[j] / qn : 0) * (kn > 0 ? m->knorm_sum[j] / kn : 0);
     }
-    for (int j = 0; j < np; j++)
-        w[j] = (qn > 0 ? m->qnorm_sum[j] / qn : 0) * (kn > 0 ? m->knorm_sum[j] / kn : 0);
+    MPI_Bcast(w, np, MPI_DOUBLE, 0, comm);
     rb_metrics_bands(m->inv_base, np, c->original_ctx, c->beta_fast, c->beta_slow, band);
     snprintf(g, sizeof g, "%s/phase/by_distance", case_g);
     /* a = D, tmp = D_band [3][nb], b = ood count, cc = ood energy */
@@ -509,9 +519,6 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     TRY(rb_results_attr_i64(res, g, "first_negative_B",
                             rb_metrics_first_negative_B(m->inv, np, m->L), err, errlen));
     if (m->probe) {
-        reduce(m->count, nb, MPI_SUM, comm);
-        reduce(m->sum_s, nb, MPI_SUM, comm);
-        reduce(m->sum_s2, nb, MPI_SUM, comm);
         for (int i = 0; i < nb; i++) {
             const double n = m->count[i];
             cc[i] = n > 0 ? m->sum_s[i] / n : NAN;

@@ -6,6 +6,9 @@ stored (docs/metrics.md):
 
   entropy/by_position   count, mean, min, max, std, mean_normalized per stored bin
   phase/pairs           trained_span, max_phase, turns, ood, critical_pair
+  phase/by_distance     D, D per band, ood fractions (numpy brute force over trained
+                        distances, with the stored weights); in probe mode the weights
+                        themselves, E[rho_j] over the (probe row, key) pairs
   decay/by_distance     B(delta), first_negative_B (brute force), and in probe mode
                         count, mean_score, std_score over (row, key) pairs per bin
   pair_share            sum p c_j / sum p per bin (probe)
@@ -18,10 +21,14 @@ data-driven ones (the run computes from fp32-rounded rotations).
 
 usage: oracle_metrics.py RESULTS.h5
 """
+import os
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_metrics_phase as phase_oracle  # noqa: E402  (independent numpy D, bands)
 
 passed = 0
 failed = 0
@@ -119,6 +126,16 @@ def case(name, c):
     crit = np.flatnonzero(span < 2 * np.pi)
     check(f"{name} critical_pair", attr(g, "critical_pair"), crit[0] if crit.size else np_, 0)
 
+    # 2. phase distance, with the stored weights (checked below in probe mode)
+    g = c["phase/by_distance"]
+    w = g["weight"][()]
+    dist2 = g["distance"][()]
+    band = phase_oracle.bands(base, L0, 32.0, 1.0)
+    rows = np.array(phase_oracle.distance(base, inv, w, band, L0, dist2))  # [nd, 6]
+    for col, key in enumerate(("D", "D_high", "D_mid", "D_low", "ood_frac_count",
+                               "ood_frac_energy")):
+        check(f"{name} {key}", g[key][()], rows[:, col], 1e-9)
+
     # 4. analytic decay
     g = c["decay/by_distance"]
     dist = g["distance"][()]
@@ -144,6 +161,7 @@ def case(name, c):
     snum = np.zeros((nb, np_))
     sden = np.zeros(nb)
     ratio = np.full(pos.size, np.inf)
+    rho = np.zeros(np_)
     needles = {}
     if "needles" in c:
         ng = c["needles"]
@@ -167,6 +185,7 @@ def case(name, c):
             np.add.at(ssum2, bi, s * s)
             np.add.at(sden, bi, pr)
             np.add.at(snum, bi, pr[:, None] * cj)
+            rho += (np.hypot(qr[r, a], qr[r, b])[None, :] * np.hypot(vis[:, a], vis[:, b])).sum(axis=0)
             rr = np.exp(s.min() - lse[h, r]) * s.size / np.exp(-2 * np.abs(s).max())
             ratio[r] = min(ratio[r], rr)
             for (nh, nq, nk), i in needles.items():
@@ -175,6 +194,7 @@ def case(name, c):
                     n_mass[i] = np.exp(s[nk] - lse[h, r])
                     n_rank[i] = 1 + np.count_nonzero(np.delete(s, nk) > s[nk])
     check(f"{name} decay count", g["count"][()], count, 0)
+    check(f"{name} phase weights E[rho]", c["phase/by_distance/weight"][()], rho / count.sum(), 1e-5)
     with np.errstate(invalid="ignore", divide="ignore"):
         m = ssum / count
         check(f"{name} decay mean_score", g["mean_score"][()], m, 1e-5)
