@@ -1,4 +1,4 @@
-/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels, register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
+/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows, 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
 #include "rb_avx512.h"
 
 #include <math.h>
@@ -10,12 +10,19 @@
 #endif
 
 /* Block sizes. A key block is BC keys packed as K^T[d][BC] (four 16-key panels side
- * by side); a micro-tile is RG query rows against one key block: QK^T keeps RG x 4 zmm
- * accumulators, PV keeps RG rows x 4 zmm (64 dims) of acc. A query block (query-outer
- * order) is BR rows, whose fp32 state stays in L1/L2 while the key blocks stream by. */
+ * by side) and V[BC][dp] (64-byte aligned rows, zero padded); a group is up to RG query
+ * rows against one key block. Register tiles hold at most 24 zmm accumulators: groups
+ * of 7..12 rows take QK^T as R rows x 32 keys (two halves of the block) and PV as R rows
+ * x 32 dims, so that every K or V line loaded from L2 feeds 12 FMAs; groups of 1..6 rows
+ * take R x 64 keys and R x 64 dims. A query block (query-outer order) is BR rows, whose
+ * fp32 state stays in L1/L2 while the key blocks stream by. */
 #define BC 64
-#define RG 6
+#define RG 12
 #define BR 96
+/* key-outer order (the probe): at most this many query rows; block_rows_run takes at
+ * most 64 groups at once */
+#define KO_ROWS 512
+_Static_assert(BR <= 64 * RG && KO_ROWS <= 64 * RG, "block_rows_run's group mask");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
 #define KPACK_MAX ((size_t)8 << 20)
 
@@ -85,35 +92,52 @@ RB_AI void tr16x16(__m512 r[16])
 typedef struct {
     const float *kt;  /* [d][BC], keys past cnt are 0 */
     const int64_t *kp; /* [BC], INT64_MAX past cnt */
-    const float *vb;  /* v row of the block's first key */
+    const float *vt;  /* [BC][dp], 64-byte aligned, zero past cnt and past d */
     int cnt;          /* valid keys, 1..BC */
     int64_t kmin, kmax;
 } rb_kblock;
 
+/* A stream of L2 prefetches spread evenly over the work on one key block (the probe
+ * order): `left` lines each of K and V from k and v on, `per` of each per step, so that
+ * memory stays busy while the block is computed instead of in a burst that stalls the
+ * packing. */
+typedef struct {
+    const char *k, *v;
+    int64_t left, per;
+} rb_pf;
+
+/* pf_step: issue the next `per` lines of each stream (all that are left if fewer);
+ * pf may be NULL. */
+static inline void pf_step(rb_pf *pf)
+{
+    if (!pf || pf->left <= 0)
+        return;
+    const int64_t n = pf->per < pf->left ? pf->per : pf->left;
+    for (int64_t i = 0; i < n; i++) {
+        _mm_prefetch(pf->k + 64 * i, _MM_HINT_T1);
+        _mm_prefetch(pf->v + 64 * i, _MM_HINT_T1);
+    }
+    pf->k += 64 * n;
+    pf->v += 64 * n;
+    pf->left -= n;
+}
+
 /* rb_kblock_pack: pack keys [c0, c0 + cnt) of k (rows of d floats) into kt[d][BC]
  * (64-byte aligned) with 16x16 register transposes where a whole 16x16 square exists,
- * element by element elsewhere; zero past cnt. Positions go to kp[BC] (INT64_MAX past
- * cnt); fills *b. cnt is 1..BC. When `next` is set, the K and V rows of the next full
- * block (keys c0 + BC ..) are prefetched into L2 along the way, a few lines per
- * transpose, so that streaming many keys overlaps memory with compute. */
+ * element by element elsewhere; zero past cnt. Their v rows are copied into vt[BC][dp]
+ * (64-byte aligned, so that PV loads never split a line), zero past d and past cnt.
+ * Positions go to kp[BC] (INT64_MAX past cnt); fills *b. cnt is 1..BC. One pf_step
+ * (pf may be NULL) per transpose and per 16 v rows. */
 static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
-                           int cnt, int d, int next, float *kt, int64_t *kp, rb_kblock *b)
+                           int cnt, int d, int dp, rb_pf *pf, float *kt, float *vt,
+                           int64_t *kp, rb_kblock *b)
 {
     const float *kb = k + (size_t)c0 * (size_t)d;
     int jdone = 0;
     if (cnt == BC) {
-        /* BC*d/16 lines per matrix, d/4 transposes: BC/4 lines of K and of V each */
-        const char *pk = (const char *)(kb + (size_t)BC * (size_t)d);
-        const char *pv = (const char *)(v + (size_t)(c0 + BC) * (size_t)d);
-        size_t line = 0;
         for (; jdone + 16 <= d; jdone += 16)
             for (int p = 0; p < BC / 16; p++) {
-                if (next) {
-                    for (int i = 0; i < BC / 4; i++, line++) {
-                        _mm_prefetch(pk + 64 * line, _MM_HINT_T1);
-                        _mm_prefetch(pv + 64 * line, _MM_HINT_T1);
-                    }
-                }
+                pf_step(pf);
                 __m512 r[16];
                 for (int i = 0; i < 16; i++)
                     r[i] = _mm512_loadu_ps(kb + (size_t)(16 * p + i) * (size_t)d + jdone);
@@ -125,6 +149,25 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
     for (int j = jdone; j < d; j++)
         for (int c = 0; c < BC; c++)
             kt[(size_t)j * BC + c] = c < cnt ? kb[(size_t)c * (size_t)d + j] : 0.0f;
+    const float *vs = v + (size_t)c0 * (size_t)d;
+    const int tail = d % 16;
+    const __mmask16 mt = (__mmask16)((1u << tail) - 1u);
+    for (int c = 0; c < BC; c++) {
+        if (c % 16 == 0)
+            pf_step(pf);
+        float *dst = vt + (size_t)c * (size_t)dp;
+        if (c >= cnt) {
+            for (int j = 0; j < dp; j += 16)
+                _mm512_store_ps(dst + j, _mm512_setzero_ps());
+            continue;
+        }
+        const float *src = vs + (size_t)c * (size_t)d;
+        int j = 0;
+        for (; j + 16 <= d; j += 16)
+            _mm512_store_ps(dst + j, _mm512_loadu_ps(src + j));
+        if (tail)
+            _mm512_store_ps(dst + j, _mm512_maskz_loadu_ps(mt, src + j));
+    }
     int64_t lo = k_pos[c0], hi = k_pos[c0];
     for (int c = 0; c < BC; c++) {
         const int64_t p = c < cnt ? k_pos[c0 + c] : INT64_MAX;
@@ -136,83 +179,150 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
     }
     b->kt = kt;
     b->kp = kp;
-    b->vb = v + (size_t)c0 * (size_t)d;
+    b->vt = vt;
     b->cnt = cnt;
     b->kmin = lo;
     b->kmax = hi;
 }
 
-/* S[r][0..BC) = <q_r, k_c> (unscaled) for R rows (row pointers qr) and one packed block. */
-RB_AI void qk_tile(const float *const *qr, const int R, const float *kt, const int d,
-                   float *S)
+/* S[r][0..16*NK) = <q_r, k_c> (unscaled) for R rows (row pointers qr) and NK 16-key
+ * panels of a packed block starting at kt (row stride BC); S has row stride BC. With
+ * one row, even and odd j go to separate accumulators (8 FMA chains, not 4). */
+RB_AI void qk_tile(const float *const *qr, const int R, const int NK, const float *kt,
+                   const int d, float *S)
 {
-    __m512 a[RG][4];
-#pragma GCC unroll 6
+    __m512 a[RG][4], e[4];
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
-        for (int w = 0; w < 4; w++)
+#pragma GCC unroll 4
+        for (int w = 0; w < NK; w++)
             a[r][w] = _mm512_setzero_ps();
-    for (int j = 0; j < d; j++) {
-        const float *kj = kt + (size_t)j * BC;
-        const __m512 k0 = _mm512_load_ps(kj), k1 = _mm512_load_ps(kj + 16);
-        const __m512 k2 = _mm512_load_ps(kj + 32), k3 = _mm512_load_ps(kj + 48);
-#pragma GCC unroll 6
-        for (int r = 0; r < R; r++) {
-            const __m512 qb = _mm512_set1_ps(qr[r][j]);
-            a[r][0] = _mm512_fmadd_ps(qb, k0, a[r][0]);
-            a[r][1] = _mm512_fmadd_ps(qb, k1, a[r][1]);
-            a[r][2] = _mm512_fmadd_ps(qb, k2, a[r][2]);
-            a[r][3] = _mm512_fmadd_ps(qb, k3, a[r][3]);
+#pragma GCC unroll 4
+    for (int w = 0; w < NK; w++)
+        e[w] = _mm512_setzero_ps();
+    int j = 0;
+    if (R == 1) {
+        for (; j + 2 <= d; j += 2) {
+            const float *kj = kt + (size_t)j * BC;
+            const __m512 q0 = _mm512_set1_ps(qr[0][j]), q1 = _mm512_set1_ps(qr[0][j + 1]);
+#pragma GCC unroll 4
+            for (int w = 0; w < NK; w++) {
+                a[0][w] = _mm512_fmadd_ps(q0, _mm512_load_ps(kj + 16 * w), a[0][w]);
+                e[w] = _mm512_fmadd_ps(q1, _mm512_load_ps(kj + BC + 16 * w), e[w]);
+            }
         }
     }
-#pragma GCC unroll 6
+    for (; j < d; j++) {
+        const float *kj = kt + (size_t)j * BC;
+        __m512 kv[4];
+#pragma GCC unroll 4
+        for (int w = 0; w < NK; w++)
+            kv[w] = _mm512_load_ps(kj + 16 * w);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; r++) {
+            const __m512 qb = _mm512_set1_ps(qr[r][j]);
+#pragma GCC unroll 4
+            for (int w = 0; w < NK; w++)
+                a[r][w] = _mm512_fmadd_ps(qb, kv[w], a[r][w]);
+        }
+    }
+    if (R == 1) {
+#pragma GCC unroll 4
+        for (int w = 0; w < NK; w++)
+            a[0][w] = _mm512_add_ps(a[0][w], e[w]);
+    }
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
-        for (int w = 0; w < 4; w++)
+#pragma GCC unroll 4
+        for (int w = 0; w < NK; w++)
             _mm512_store_ps(S + r * BC + 16 * w, a[r][w]);
 }
 
-#define QK_CASES(D)                                                                     \
-    switch (R) {                                                                        \
-    case 6: qk_tile(qr, 6, kt, D, S); break;                                            \
-    case 5: qk_tile(qr, 5, kt, D, S); break;                                            \
-    case 4: qk_tile(qr, 4, kt, D, S); break;                                            \
-    case 3: qk_tile(qr, 3, kt, D, S); break;                                            \
-    case 2: qk_tile(qr, 2, kt, D, S); break;                                            \
-    default: qk_tile(qr, 1, kt, D, S); break;                                           \
-    }
-
-/* qk_run: qk_tile with the row count and the common head_dims made constants. */
-static void qk_run(const float *const *qr, int R, const float *kt, int d, float *S)
+/* qk_block: the scores of R rows against a whole packed block: 1..6 rows as one R x 64
+ * tile, 7..12 rows as two R x 32 tiles. */
+RB_AI void qk_block(const float *const *qr, const int R, const float *kt, const int d,
+                    float *S)
 {
-    if (d == 128) {
-        QK_CASES(128)
-    } else if (d == 64) {
-        QK_CASES(64)
-    } else if (d == 256) {
-        QK_CASES(256)
+    if (R <= 6) {
+        qk_tile(qr, R, 4, kt, d, S);
     } else {
-        QK_CASES(d)
+        qk_tile(qr, R, 2, kt, d, S);
+        qk_tile(qr, R, 2, kt + 32, d, S + 32);
     }
 }
 
-/* acc[r][j0 .. j0+16*NV) += sum_c P[r][c] * v[c][j0 ..] for R rows, cnt keys; the last
- * of the NV vectors is loaded under mlast (head_dim tail). */
-RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vb, size_t ldv,
-                   int cnt, int j0, __mmask16 mlast, float *acc, size_t dp)
+#define RB_ROW_CASES(F)                                                                 \
+    switch (R) {                                                                        \
+    case 12: F(12); break;                                                              \
+    case 11: F(11); break;                                                              \
+    case 10: F(10); break;                                                              \
+    case 9: F(9); break;                                                                \
+    case 8: F(8); break;                                                                \
+    case 7: F(7); break;                                                                \
+    case 6: F(6); break;                                                                \
+    case 5: F(5); break;                                                                \
+    case 4: F(4); break;                                                                \
+    case 3: F(3); break;                                                                \
+    case 2: F(2); break;                                                                \
+    default: F(1); break;                                                               \
+    }
+
+/* qk_run: qk_block with the row count and the common head_dims made constants. */
+static void qk_run(const float *const *qr, int R, const float *kt, int d, float *S)
 {
-    __m512 a[RG][4];
-#pragma GCC unroll 6
+#define QK_D128(RR) qk_block(qr, RR, kt, 128, S)
+#define QK_D64(RR) qk_block(qr, RR, kt, 64, S)
+#define QK_D256(RR) qk_block(qr, RR, kt, 256, S)
+#define QK_DANY(RR) qk_block(qr, RR, kt, d, S)
+    if (d == 128) {
+        RB_ROW_CASES(QK_D128)
+    } else if (d == 64) {
+        RB_ROW_CASES(QK_D64)
+    } else if (d == 256) {
+        RB_ROW_CASES(QK_D256)
+    } else {
+        RB_ROW_CASES(QK_DANY)
+    }
+#undef QK_D128
+#undef QK_D64
+#undef QK_D256
+#undef QK_DANY
+}
+
+/* acc[r][0 .. 16*NV) += sum_c P[r][c] * vt[c][0 .. 16*NV) for R rows (acc row stride dp,
+ * P row stride BC), cnt keys of a packed block (vt row stride dp, aligned). With one
+ * row, even and odd keys go to separate accumulators (8 FMA chains, not 4). */
+RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, size_t dp,
+                   int cnt, float *acc)
+{
+    __m512 a[RG][4], e[4];
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
-            a[r][w] = _mm512_load_ps(acc + (size_t)r * dp + j0 + 16 * w);
-    for (int c = 0; c < cnt; c++) {
-        const float *vr = vb + (size_t)c * ldv + j0;
+            a[r][w] = _mm512_load_ps(acc + (size_t)r * dp + 16 * w);
+#pragma GCC unroll 4
+    for (int w = 0; w < NV; w++)
+        e[w] = _mm512_setzero_ps();
+    int c = 0;
+    if (R == 1) {
+        for (; c + 2 <= cnt; c += 2) {
+            const float *vr = vt + (size_t)c * dp;
+            const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
+#pragma GCC unroll 4
+            for (int w = 0; w < NV; w++) {
+                a[0][w] = _mm512_fmadd_ps(p0, _mm512_load_ps(vr + 16 * w), a[0][w]);
+                e[w] = _mm512_fmadd_ps(p1, _mm512_load_ps(vr + dp + 16 * w), e[w]);
+            }
+        }
+    }
+    for (; c < cnt; c++) {
+        const float *vr = vt + (size_t)c * dp;
         __m512 x[4];
 #pragma GCC unroll 4
-        for (int w = 0; w < NV - 1; w++)
-            x[w] = _mm512_loadu_ps(vr + 16 * w);
-        x[NV - 1] = _mm512_maskz_loadu_ps(mlast, vr + 16 * (NV - 1));
-#pragma GCC unroll 6
+        for (int w = 0; w < NV; w++)
+            x[w] = _mm512_load_ps(vr + 16 * w);
+#pragma GCC unroll 12
         for (int r = 0; r < R; r++) {
             const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
 #pragma GCC unroll 4
@@ -220,40 +330,37 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vb, s
                 a[r][w] = _mm512_fmadd_ps(pb, x[w], a[r][w]);
         }
     }
-#pragma GCC unroll 6
+    if (R == 1) {
+#pragma GCC unroll 4
+        for (int w = 0; w < NV; w++)
+            a[0][w] = _mm512_add_ps(a[0][w], e[w]);
+    }
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
-            _mm512_store_ps(acc + (size_t)r * dp + j0 + 16 * w, a[r][w]);
+            _mm512_store_ps(acc + (size_t)r * dp + 16 * w, a[r][w]);
 }
 
-#define PV_NV(RR)                                                                       \
-    switch (nv) {                                                                       \
-    case 4: pv_tile(RR, 4, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
-    case 3: pv_tile(RR, 3, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
-    case 2: pv_tile(RR, 2, P, vb, ldv, cnt, j0, ml, acc, dp); break;                    \
-    default: pv_tile(RR, 1, P, vb, ldv, cnt, j0, ml, acc, dp); break;                   \
-    }
-
-/* pv_run: acc[r][0..d) += P[r] . V over cnt keys, in chunks of 64 dims. */
-static void pv_run(int R, const float *P, const float *vb, int d, int cnt, float *acc,
-                   size_t dp)
+/* pv_rows: acc[r][0..dp) += P[r] . V over cnt keys: passes of 64 dims (1..6 rows) or 32
+ * dims (7..12 rows), then 16 at a time for the rest of dp. */
+RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int cnt,
+                   float *acc)
 {
-    const size_t ldv = (size_t)d;
-    for (int j0 = 0; j0 < d; j0 += 64) {
-        const int left = d - j0;
-        const int nv = left >= 64 ? 4 : (left + 15) / 16;
-        const int tail = left - 16 * (nv - 1); /* 1..16 lanes in the last vector */
-        const __mmask16 ml = (__mmask16)(tail >= 16 ? 0xFFFFu : ((1u << tail) - 1u));
-        switch (R) {
-        case 6: PV_NV(6) break;
-        case 5: PV_NV(5) break;
-        case 4: PV_NV(4) break;
-        case 3: PV_NV(3) break;
-        case 2: PV_NV(2) break;
-        default: PV_NV(1) break;
-        }
-    }
+    const int NV = R <= 6 ? 4 : 2;
+    size_t j0 = 0;
+    for (; j0 + 16 * (size_t)NV <= dp; j0 += 16 * (size_t)NV)
+        pv_tile(R, NV, P, vt + j0, dp, cnt, acc + j0);
+    for (; j0 < dp; j0 += 16)
+        pv_tile(R, 1, P, vt + j0, dp, cnt, acc + j0);
+}
+
+/* pv_run: pv_rows with the row count made a constant. */
+static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, float *acc)
+{
+#define PV_R(RR) pv_rows(RR, P, vt, dp, cnt, acc)
+    RB_ROW_CASES(PV_R)
+#undef PV_R
 }
 
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
@@ -332,38 +439,42 @@ typedef struct {
     const rb_row *rows; /* nq rows sorted by position */
 } rb_call;
 
-/* group_run: rows [g0, g0 + R) of the sorted rows (state at index g0 - s0 of st)
- * against one packed key block; masked unless the block is whole and every key is at or
- * before the group's first position. */
-static void group_run(const rb_call *c, const rb_kblock *b, int64_t g0, int R, int64_t s0,
-                      const rb_rows32 *st, float *S)
-{
-    const float *qr[RG];
-    for (int r = 0; r < R; r++)
-        qr[r] = c->q + (size_t)c->rows[g0 + r].idx * (size_t)c->d;
-    const int masked = !(b->cnt == BC && b->kmax <= c->rows[g0].pos);
-    qk_run(qr, R, b->kt, c->d, S);
-    int any = 0;
-    for (int r = 0; r < R; r++) {
-        const int64_t i = g0 + r - s0;
-        any |= softmax_row(S + r * BC, masked, b, c->rows[g0 + r].pos, c->scale, st->m + i,
-                           st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp);
-    }
-    if (any)
-        pv_run(R, S, b->vb, c->d, b->cnt, st->acc + (size_t)(g0 - s0) * st->dp, st->dp);
-}
-
-/* block_rows_run: sorted rows [i0, i1) (state index relative to s0) against one block:
- * rows before the block's first position are skipped, the rest go in groups of RG. */
+/* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most 64*RG rows)
+ * against one packed block. Rows before the block's first position are skipped; the
+ * rest go in groups of RG, in three phases so that each half of the block stays in L1
+ * while all groups use it: the scores of every group (S holds a row of BC per row), the
+ * softmax of every row (masked unless the block is whole and every key is at or before
+ * the row's position), then PV for every group that saw a key. One pf_step (pf may be
+ * NULL) per group and phase and per row. */
 static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int64_t i1,
-                           int64_t s0, const rb_rows32 *st, float *S)
+                           int64_t s0, const rb_rows32 *st, float *S, rb_pf *pf)
 {
     if (i0 >= i1 || c->rows[i1 - 1].pos < b->kmin)
         return;
-    int64_t g = rows_lower_bound(c->rows, i0, i1, b->kmin);
-    for (; g < i1; g += RG) {
+    const int64_t g0 = rows_lower_bound(c->rows, i0, i1, b->kmin);
+    for (int64_t g = g0; g < i1; g += RG) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
-        group_run(c, b, g, R, s0, st, S);
+        const float *qr[RG];
+        for (int r = 0; r < R; r++)
+            qr[r] = c->q + (size_t)c->rows[g + r].idx * (size_t)c->d;
+        qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
+        pf_step(pf);
+    }
+    uint64_t any = 0;
+    for (int64_t g = g0; g < i1; g++) {
+        const int64_t i = g - s0, pos = c->rows[g].pos;
+        const int masked = !(b->cnt == BC && b->kmax <= pos);
+        if (softmax_row(S + (size_t)(g - g0) * BC, masked, b, pos, c->scale, st->m + i,
+                        st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp))
+            any |= (uint64_t)1 << ((g - g0) / RG);
+        pf_step(pf);
+    }
+    for (int64_t g = g0; g < i1; g += RG) {
+        const int R = i1 - g < RG ? (int)(i1 - g) : RG;
+        if (any >> ((g - g0) / RG) & 1u)
+            pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
+                   st->acc + (size_t)(g - s0) * st->dp);
+        pf_step(pf);
     }
 }
 
@@ -434,10 +545,11 @@ static int qcost_cmp(const void *a, const void *b)
  * handed to threads largest visible work first (dynamic, so threads end with equal
  * work on a causal shape and on a busy machine), each sweeping all key blocks with its
  * fp32 state in L1/L2 and merging into `state` at the end; rows of different blocks are
- * disjoint, so there is no write sharing. Scratch: kt (nkb*d*BC floats), kp (nkb*BC),
- * qc (nqb), per-thread scr (T * per_thread bytes), all preallocated. */
+ * disjoint, so there is no write sharing. Scratch: kt (nkb*d*BC floats), vt
+ * (nkb*BC*dp floats), kp (nkb*BC), qc (nqb), per-thread scr (T * per_thread bytes), all
+ * preallocated. */
 static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt,
-                            int64_t *kp, rb_kblock *kb, rb_qcost *qc, char *scr,
+                            float *vt, int64_t *kp, rb_kblock *kb, rb_qcost *qc, char *scr,
                             size_t per_thread, int T, double *state)
 {
     const int64_t nkb = (nkc + BC - 1) / BC, nqb = (c->nq + BR - 1) / BR;
@@ -448,8 +560,9 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
         for (int64_t b = 0; b < nkb; b++) {
             const int64_t c0 = k0 + b * BC;
             const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
-            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, b + 1 < nkb && c0 + 2 * BC <= k0 + nkc,
-                           kt + (size_t)b * d * BC, kp + (size_t)b * BC, &kb[b]);
+            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, (int)c->dp, NULL,
+                           kt + (size_t)b * d * BC,
+                           vt + (size_t)b * BC * c->dp, kp + (size_t)b * BC, &kb[b]);
         }
 #pragma omp for schedule(static)
         for (int64_t qb = 0; qb < nqb; qb++) {
@@ -473,7 +586,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
         st.l = st.m + BR;
         st.u = st.l + BR;
         float *S = (float *)((char *)st.m + round64(3 * BR * sizeof(float)));
-        double *tmp = (double *)((char *)S + round64(RG * BC * sizeof(float)));
+        double *tmp = (double *)((char *)S + round64(BR * BC * sizeof(float)));
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < nqb; t++) {
             if (qc[t].cost == 0)
@@ -481,7 +594,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
             const int64_t i0 = qc[t].qb * BR, i1 = i0 + BR < c->nq ? i0 + BR : c->nq;
             rows32_reset(&st, i1 - i0);
             for (int64_t b = 0; b < nkb; b++)
-                block_rows_run(c, &kb[b], i0, i1, i0, &st, S);
+                block_rows_run(c, &kb[b], i0, i1, i0, &st, S, NULL);
             rows32_merge(c, &st, i0, i1, i0, tmp, state);
         }
     }
@@ -538,17 +651,32 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         st.l = st.m + c->nq;
         st.u = st.l + c->nq;
         float *kt = (float *)((char *)st.m + round64(3 * (size_t)c->nq * sizeof(float)));
-        int64_t *kp = (int64_t *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
+        float *vt = (float *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
+        int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
         rows32_reset(&st, c->nq);
         for (int part = tid; part < T; part += nth) {
             for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
                 const int64_t c0 = b * BC;
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
+                /* prefetch the next block of this range (if whole) over this one's work:
+                 * one step per transpose, 16 v rows, group phase and visible row */
+                rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
+                            (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d), 0, 0};
+                if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
+                    int64_t lo = c->k_pos[c0];
+                    for (int i = 1; i < cnt; i++)
+                        lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
+                    const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
+                    const int64_t steps = (cnt == BC ? (c->d / 16) * (BC / 16) : 0) + BC / 16 +
+                                          3 * ((nr + RG - 1) / RG) + nr;
+                    pf.left = (int64_t)BC * c->d / 16 + 1;
+                    pf.per = (pf.left + steps - 1) / steps;
+                }
                 rb_kblock blk;
-                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d,
-                               b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk, kt, kp, &blk);
-                block_rows_run(c, &blk, 0, c->nq, 0, &st, S);
+                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, (int)c->dp, &pf, kt, vt,
+                               kp, &blk);
+                block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
             }
         }
     }
@@ -579,10 +707,10 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     int rc = 0;
     const int T = threads_max() > 0 ? threads_max() : 1;
     const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
-    const int key_outer = nq <= 512 && nk >= 2 * nq;
+    const int key_outer = nq <= KO_ROWS && nk >= 2 * nq;
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
     char *scr = NULL;
-    float *kt = NULL;
+    float *kt = NULL, *vt = NULL;
     int64_t *kp = NULL, *bound = NULL;
     rb_kblock *kb = NULL;
     rb_qcost *qc = NULL;
@@ -602,8 +730,9 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
         const size_t per_thread = round64((size_t)nq * dp * sizeof(float)) +
                                   round64(3 * (size_t)nq * sizeof(float)) +
                                   round64((size_t)d * BC * sizeof(float)) +
+                                  round64((size_t)BC * dp * sizeof(float)) +
                                   round64(BC * sizeof(int64_t)) +
-                                  round64(RG * BC * sizeof(float));
+                                  round64((size_t)nq * BC * sizeof(float));
         scr = aligned_alloc(64, per_thread * (size_t)T);
         bound = malloc(((size_t)T + 1) * sizeof *bound);
         tmp = malloc(RB_STATE_STRIDE(d) * sizeof *tmp);
@@ -622,25 +751,27 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     const int64_t nkb = (kc + BC - 1) / BC, nqb = (nq + BR - 1) / BR;
     const size_t per_thread = round64((size_t)BR * dp * sizeof(float)) +
                               round64(3 * BR * sizeof(float)) +
-                              round64(RG * BC * sizeof(float)) +
+                              round64(BR * BC * sizeof(float)) +
                               round64(RB_STATE_STRIDE(d) * sizeof(double));
     scr = aligned_alloc(64, per_thread * (size_t)T);
     kt = aligned_alloc(64, round64((size_t)nkb * (size_t)d * BC * sizeof(float)));
+    vt = aligned_alloc(64, round64((size_t)nkb * BC * dp * sizeof(float)));
     kp = aligned_alloc(64, round64((size_t)nkb * BC * sizeof(int64_t)));
     kb = malloc((size_t)nkb * sizeof *kb);
     qc = malloc((size_t)nqb * sizeof *qc);
-    if (!scr || !kt || !kp || !kb || !qc) {
+    if (!scr || !kt || !vt || !kp || !kb || !qc) {
         rc = RB_ENOMEM;
         goto cleanup;
     }
     for (int64_t k0 = 0; k0 < nk; k0 += kc) {
         const int64_t n = nk - k0 < kc ? nk - k0 : kc;
-        run_query_outer(&c, k0, n, kt, kp, kb, qc, scr, per_thread, T, state);
+        run_query_outer(&c, k0, n, kt, vt, kp, kb, qc, scr, per_thread, T, state);
     }
 cleanup:
     free(rows);
     free(scr);
     free(kt);
+    free(vt);
     free(kp);
     free(bound);
     free(kb);
