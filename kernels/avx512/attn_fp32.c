@@ -593,8 +593,20 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 continue;
             const int64_t i0 = qc[t].qb * BR, i1 = i0 + BR < c->nq ? i0 + BR : c->nq;
             rows32_reset(&st, i1 - i0);
-            for (int64_t b = 0; b < nkb; b++)
-                block_rows_run(c, &kb[b], i0, i1, i0, &st, S, NULL);
+            for (int64_t b = 0; b < nkb; b++) {
+                /* packed K and V of the next block come from L3/memory: prefetch them
+                 * into L2 over this block's work (one step per group phase and row) */
+                rb_pf pf = {(const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
+                            (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float), 0, 0};
+                if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
+                    kb[b].kmin <= c->rows[i1 - 1].pos) {
+                    const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
+                    const int64_t steps = 3 * ((nr + RG - 1) / RG) + nr;
+                    pf.left = (int64_t)BC * (int64_t)c->dp / 16;
+                    pf.per = (pf.left + steps - 1) / steps;
+                }
+                block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
+            }
             rows32_merge(c, &st, i0, i1, i0, tmp, state);
         }
     }
