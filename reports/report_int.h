@@ -70,6 +70,9 @@ typedef struct {
     double tmin[RP_T_COUNT], tmed[RP_T_COUNT], tmax[RP_T_COUNT];
     int64_t timing_ranks;
     rp_series s[RP_S_COUNT]; /* s[RP_S_ENTROPY] unused: entropy is x/y above */
+    /* pair_share/share [share_bins][share_pairs] and its bin distances (probe) */
+    double *share, *share_dist;
+    int64_t share_bins, share_pairs;
     rp_metrics met;
     int has_metrics;
 } rp_case;
@@ -100,14 +103,17 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen);
 void rp_file_free(rp_file *f);
 
 /* A plot: the cases of one (seq_len, mode, dataset) group. */
+#define RP_HEATMAP RP_S_COUNT /* rp_plot.kind of a per-case pair-share heat map */
+
 typedef struct {
-    int kind; /* RP_S_* */
+    int kind; /* RP_S_*, or RP_HEATMAP (one case: idx[0]) */
     int64_t seq_len;
     char mode[32], dataset[64];
     size_t *idx; /* indices into rp_file.cases (complete cases with points) */
     size_t n;
     int binned;  /* some series are log-binned */
     char svg_name[96]; /* file name beside the report, "" if not rendered */
+    char case_name[80]; /* RP_HEATMAP: the case (safe label) */
     char *svg;         /* SVG text for inlining, NULL if not rendered */
 } rp_plot;
 

@@ -79,6 +79,13 @@ static void series_of(const rp_case *c, int k, const double **x, const double **
 /* rp_plot_caption: see report_int.h. */
 void rp_plot_caption(char *b, size_t n, const rp_plot *p)
 {
+    if (p->kind == RP_HEATMAP) {
+        snprintf(b, n, "Per-pair attention share (metric 5) of case %s: the attention-weighted "
+                       "mean score contribution of each rotary pair (x, 0 = highest frequency) "
+                       "at each distance (y, log scale, bin centres), logit units.",
+                 p->case_name);
+        return;
+    }
     snprintf(b, n, "%s: seq_len %lld, %s mode, %s data; one line per method.%s%s",
              kinds[p->kind].caption, (long long)p->seq_len, p->mode, p->dataset,
              p->kind == RP_S_ENTROPY ? " Position 0 (a single visible key, entropy 0) is not "
@@ -306,6 +313,32 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
     }
     if (np > 1)
         qsort(p, np, sizeof *p, plot_order);
+    /* one heat map per case with a pair-share matrix, after the line plots */
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem || !c->share)
+            continue;
+        rp_plot *n2 = realloc(p, (np + 1) * sizeof *p);
+        size_t *ix = malloc(sizeof *ix);
+        if (!n2 || !ix) {
+            free(ix);
+            if (n2)
+                p = n2;
+            rc = rb_errf(err, errlen, RB_ENOMEM, "report: out of memory");
+            goto cleanup;
+        }
+        p = n2;
+        memset(&p[np], 0, sizeof *p);
+        p[np].kind = RP_HEATMAP;
+        p[np].seq_len = c->seq_len;
+        snprintf(p[np].mode, sizeof p[np].mode, "%s", c->mode);
+        snprintf(p[np].dataset, sizeof p[np].dataset, "%s", c->dataset);
+        rp_safe_label(p[np].case_name, sizeof p[np].case_name, c->name);
+        ix[0] = i;
+        p[np].idx = ix;
+        p[np].n = 1;
+        np++;
+    }
     if (np == 0)
         goto cleanup;
 
@@ -327,6 +360,48 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         char mode[40], ds[80], lab[96];
         rp_safe_label(mode, sizeof mode, p[k].mode);
         rp_safe_label(ds, sizeof ds, p[k].dataset);
+        if (p[k].kind == RP_HEATMAP) {
+            const rp_case *c = &f->cases[p[k].idx[0]];
+            snprintf(fn, sizeof fn, "%s/p%zu_0.dat", tmp, k);
+            if (!(dat = fopen(fn, "w"))) {
+                rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
+                goto cleanup;
+            }
+            /* pm3d scan lines: one per distance bin (bin 0, distance 0, drawn at 0.5);
+             * the colour range is symmetric so that white is a zero share */
+            double zmax = 0;
+            for (int64_t i2 = 0; i2 < c->share_bins * c->share_pairs; i2++)
+                if (isfinite(c->share[i2]) && fabs(c->share[i2]) > zmax)
+                    zmax = fabs(c->share[i2]);
+            if (!(zmax > 0))
+                zmax = 1;
+            for (int64_t b = 0; b < c->share_bins; b++) {
+                const double y = c->share_dist[b] > 0 ? c->share_dist[b] : 0.5;
+                for (int64_t j = 0; j < c->share_pairs; j++) {
+                    const double z = c->share[b * c->share_pairs + j];
+                    if (isfinite(z))
+                        fprintf(dat, "%lld %.17g %.17g\n", (long long)j, y, z);
+                    else
+                        fprintf(dat, "%lld %.17g NaN\n", (long long)j, y);
+                }
+                fprintf(dat, "\n");
+            }
+            if (fclose(dat) != 0) {
+                dat = NULL;
+                rc = rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
+                goto cleanup;
+            }
+            dat = NULL;
+            fprintf(gp, "reset\nset terminal svg size 820,520 dynamic font 'sans,11' "
+                        "background '#ffffff'\nset output 'p%zu.svg'\n", k);
+            fprintf(gp, "set view map\nset logscale y 10\nset xlabel 'rotary pair j'\n"
+                        "set ylabel 'distance (tokens)'\nset cblabel 'share (logit units)'\n"
+                        "set title '%s' noenhanced\nset palette defined (-1 '#2166ac', 0 "
+                        "'#f7f7f7', 1 '#b2182b')\nunset key\nset cbrange [%.17g:%.17g]\n",
+                    p[k].case_name, -zmax, zmax);
+            fprintf(gp, "splot 'p%zu_0.dat' using 1:2:3 with pm3d\nunset output\n", k);
+            continue;
+        }
         fprintf(gp, "reset\nset terminal svg size 820,480 dynamic font 'sans,11' "
                     "background '#ffffff'\n");
         fprintf(gp, "set output 'p%zu.svg'\n%sset grid\n", k,
@@ -389,8 +464,14 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             rc = rb_errf(err, errlen, RB_EIO, "gnuplot: produced no SVG for plot %zu", k + 1);
             goto cleanup;
         }
-        snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld-%.12s-%.16s.svg",
-                 kinds[p[k].kind].file, (long long)p[k].seq_len, mode, ds);
+        if (p[k].kind == RP_HEATMAP) {
+            char cn[80];
+            safe_name(cn, sizeof cn, p[k].case_name);
+            snprintf(p[k].svg_name, sizeof p[k].svg_name, "share-%.80s.svg", cn);
+        } else {
+            snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld-%.12s-%.16s.svg",
+                     kinds[p[k].kind].file, (long long)p[k].seq_len, mode, ds);
+        }
         snprintf(fn, sizeof fn, "%s/%s", outdir, p[k].svg_name);
         FILE *o = fopen(fn, "wb");
         int bad = !o || fwrite(svg, 1, len, o) != len;

@@ -567,6 +567,22 @@ static void case_read_metrics(hid_t g, rp_case *c)
     series_read(g, "precision/position", "precision/phase_err_max", &c->s[RP_S_PRECISION]);
     series_read(g, "needles/distance", "needles/rank", &c->s[RP_S_NEEDLE]);
     c->has_metrics = c->s[RP_S_D].n > 0;
+    {
+        double *sh = NULL, *sd = NULL;
+        hsize_t d2[3], d1[3];
+        int n2 = 0, n1 = 0;
+        if (dset_f64(g, "pair_share/share", &sh, d2, &n2, &why) == RB_OK && n2 == 2 &&
+            dset_f64(g, "pair_share/distance", &sd, d1, &n1, &why) == RB_OK && n1 == 1 &&
+            d1[0] == d2[0] && d2[0] > 0 && d2[1] > 0) {
+            c->share = sh;
+            c->share_dist = sd;
+            c->share_bins = (int64_t)d2[0];
+            c->share_pairs = (int64_t)d2[1];
+        } else {
+            free(sh);
+            free(sd);
+        }
+    }
     hid_t sub;
     if (H5Lexists(g, "phase", H5P_DEFAULT) > 0 && H5Lexists(g, "phase/pairs", H5P_DEFAULT) > 0 &&
         (sub = H5Gopen2(g, "phase/pairs", H5P_DEFAULT)) >= 0) {
@@ -844,6 +860,8 @@ void rp_file_free(rp_file *f)
             free(c->s[k].x);
             free(c->s[k].y);
         }
+        free(c->share);
+        free(c->share_dist);
     }
     free(f->cases);
     memset(f, 0, sizeof *f);
