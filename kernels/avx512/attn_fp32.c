@@ -28,6 +28,10 @@ _Static_assert(BR <= 64 * RG && KO_ROWS <= 64 * RG, "block_rows_run's group mask
 
 #define RB_AI static inline __attribute__((always_inline))
 
+/* log2 e and ln 2: the fp32 row state is kept in base 2 (softmax_row) */
+#define RB_LOG2E 1.44269504088896340736
+#define RB_LN2 0.69314718055994530942
+
 static size_t round64(size_t n) { return (n + 63u) & ~(size_t)63u; }
 
 /* One query row after sorting by position: its position and its index in q/state. */
@@ -364,26 +368,56 @@ static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, f
 }
 
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
- * 16, 64-byte aligned rows). */
+ * 16, 64-byte aligned rows); m and u in base-2 units (softmax_row). */
 typedef struct {
     float *m, *l, *u, *acc;
     size_t dp;
 } rb_rows32;
 
-/* softmax_row: turn the raw scores S[0..BC) of one row into p = exp(s - m_new) in place,
- * where s = scale * S, masked keys (position after qp, or past cnt, when `masked`) give
- * p = 0. Updates the row's m, l, u (rescaling l, u, acc once when the max grows).
- * Returns 0 (and zeroes S) when the row sees no key of the block, leaving it untouched. */
-static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, float scale,
+/* exp2_512: 2^t for 16 floats t <= ~0 (the softmax exponents in base 2): t = n + r,
+ * n = round(t), |r| <= 1/2 exact, 2^r by Cephes' exp2f polynomial (degree 6), scaled by
+ * 2^n with VSCALEFPS. Error < 1 ulp for t in [-126, 0] (checked against exp2 in double
+ * at every float of [-1, 0] and a sampling of [-126, -1]); t < -151 (and -inf) gives +0,
+ * NaN gives NaN; denormal results are not exact. */
+static inline __m512 exp2_512(__m512 t)
+{
+    /* max returns its second operand when one is NaN: t second keeps NaN -> NaN */
+    t = _mm512_max_ps(_mm512_set1_ps(-151.0f), t);
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.339887440266574e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618437357674640e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550332471162809e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402264791363012e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931472028550421e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* softmax_row: turn the raw scores S[0..BC) of one row into p = 2^(t - m_new) in place,
+ * t = c2 * S the score in base-2 units (c2 = scale * log2 e), so that one FMA gives the
+ * exponent and exp2_512 needs no ln 2 reduction; masked keys (position after qp, or
+ * past cnt, when `masked`) give p = 0. The row's state is kept in base 2 too: m and u
+ * are the natural m and u times log2 e (rows32_merge converts), l is unchanged; they
+ * are updated here (l, u, acc rescaled once when the max grows). The max is taken over
+ * the raw S (over -S when c2 < 0), so that no multiply precedes it. Returns 0 (and
+ * zeroes S) when the row sees no key of the block, leaving it untouched. */
+static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, float c2,
                        float *m, float *l, float *u, float *acc, size_t dp)
 {
     __m512 x[BC / 16];
     __mmask16 mk[BC / 16];
-    const __m512 vs = _mm512_set1_ps(scale);
+    const int neg = c2 < 0.0f;
+    const float ca = neg ? -c2 : c2;
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     const __m512i vq = _mm512_set1_epi64(qp);
+    unsigned anym = 0;
     for (int w = 0; w < BC / 16; w++) {
-        x[w] = _mm512_mul_ps(_mm512_load_ps(S + 16 * w), vs);
+        x[w] = _mm512_load_ps(S + 16 * w);
+        if (neg)
+            x[w] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x[w]),
+                                                        _mm512_set1_epi32(INT32_MIN)));
         if (masked) {
             const __mmask8 lo = _mm512_cmple_epi64_mask(_mm512_load_si512(b->kp + 16 * w), vq);
             const __mmask8 hi =
@@ -391,22 +425,23 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
             const int base = 16 * w, n = b->cnt - base;
             const unsigned valid = n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u;
             mk[w] = (__mmask16)(((unsigned)lo | ((unsigned)hi << 8)) & valid);
+            anym |= mk[w];
             vmax = _mm512_mask_max_ps(vmax, mk[w], vmax, x[w]);
         } else {
             mk[w] = 0xFFFF;
             vmax = _mm512_max_ps(vmax, x[w]);
         }
     }
-    const float bm = _mm512_reduce_max_ps(vmax);
-    if (bm == -INFINITY) {
+    if (masked && !anym) {
         for (int w = 0; w < BC / 16; w++)
             _mm512_store_ps(S + 16 * w, _mm512_setzero_ps());
         return 0;
     }
+    const float bm = ca * _mm512_reduce_max_ps(vmax);
     const float mo = *m;
     const float mn = mo > bm ? mo : bm;
     if (mo != -INFINITY && mn > mo) {
-        const float dm = mo - mn, alpha = expf(dm);
+        const float dm = mo - mn, alpha = exp2f(dm);
         *u = alpha * (*u + *l * dm);
         *l *= alpha;
         const __m512 va = _mm512_set1_ps(alpha);
@@ -414,11 +449,11 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
             _mm512_store_ps(acc + j, _mm512_mul_ps(_mm512_load_ps(acc + j), va));
     }
     *m = mn;
-    const __m512 vm = _mm512_set1_ps(mn);
+    const __m512 vm = _mm512_set1_ps(mn), vc = _mm512_set1_ps(ca);
     __m512 ls = _mm512_setzero_ps(), us = _mm512_setzero_ps();
     for (int w = 0; w < BC / 16; w++) {
-        const __m512 t = _mm512_maskz_sub_ps(mk[w], x[w], vm);
-        const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp512_ps(t));
+        const __m512 t = _mm512_maskz_fmsub_ps(mk[w], x[w], vc, vm);
+        const __m512 p = _mm512_maskz_mov_ps(mk[w], exp2_512(t));
         ls = _mm512_add_ps(ls, p);
         us = _mm512_fmadd_ps(p, t, us);
         _mm512_store_ps(S + 16 * w, p);
@@ -435,7 +470,7 @@ typedef struct {
     int64_t nq, nk;
     int d;
     size_t dp;
-    float scale;
+    float c2;           /* scale * log2 e: scores in base-2 units */
     const rb_row *rows; /* nq rows sorted by position */
 } rb_call;
 
@@ -464,7 +499,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     for (int64_t g = g0; g < i1; g++) {
         const int64_t i = g - s0, pos = c->rows[g].pos;
         const int masked = !(b->cnt == BC && b->kmax <= pos);
-        if (softmax_row(S + (size_t)(g - g0) * BC, masked, b, pos, c->scale, st->m + i,
+        if (softmax_row(S + (size_t)(g - g0) * BC, masked, b, pos, c->c2, st->m + i,
                         st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp))
             any |= (uint64_t)1 << ((g - g0) / RG);
         pf_step(pf);
@@ -489,7 +524,8 @@ static void rows32_reset(const rb_rows32 *st, int64_t n)
 }
 
 /* rows32_merge: merge the fp32 states of sorted rows [i0, i1) (st index i - s0) into the
- * double state rows they belong to; tmp holds RB_STATE_STRIDE(d) doubles. */
+ * double state rows they belong to, m and u back in natural units (times ln 2, in
+ * double); tmp holds RB_STATE_STRIDE(d) doubles. */
 static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int64_t i1,
                          int64_t s0, double *tmp, double *state)
 {
@@ -498,9 +534,9 @@ static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int6
         const int64_t li = i - s0;
         if (st->m[li] == -INFINITY)
             continue;
-        tmp[0] = st->m[li];
+        tmp[0] = (double)st->m[li] * RB_LN2;
         tmp[1] = st->l[li];
-        tmp[2] = st->u[li];
+        tmp[2] = (double)st->u[li] * RB_LN2;
         const float *a = st->acc + (size_t)li * st->dp;
         for (int j = 0; j < c->d; j++)
             tmp[3 + j] = a[j];
@@ -736,7 +772,7 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
         rows[i].idx = i;
     }
     qsort(rows, (size_t)nq, sizeof *rows, row_cmp);
-    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)scale, rows};
+    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows};
 
     if (key_outer) {
         const size_t per_thread = round64((size_t)nq * dp * sizeof(float)) +

@@ -7,7 +7,9 @@
 #include "rb_kernels.h"
 
 /* rb_attn_tile_avx512: the tile contract of rb_attn_tile_fn (rb_kernels.h), computed
- * in fp32: scores, running max, l, u and acc in fp32 registers, exp by rb_exp512_ps;
+ * in fp32: scores, running max, l, u and acc in fp32 registers; exp as 2^t of the
+ * score in base-2 units (Cephes' exp2f polynomial, < 1 ulp on the range used, see
+ * exp2_512 in attn_fp32.c), row max and entropy sum kept in base 2 until the merge;
  * the fp32 state of each query row is merged into the double `state` at the end of the
  * call (rb_state_merge semantics). Query rows are split over OpenMP threads by equal
  * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
