@@ -134,6 +134,14 @@ void rb_state_init(double *state, int64_t n_rows, int d);
  * contributes nothing (no NaN). Associative and commutative up to rounding. */
 void rb_state_merge(double *dst, const double *src, int64_t n_rows, int d);
 
+/* rb_state_merge_f32: state[row0 + i] <- merge(state[row0 + i], fp32 state i) for
+ * i < nrows, where the fp32 state of row i is m[i], l[i], u[i] and acc[i*acc_stride ..
+ * + d) (the layout fast kernels keep); same semantics as rb_state_merge, rows with
+ * m = -inf are skipped. */
+void rb_state_merge_f32(double *state, int64_t row0, int64_t nrows, int d, const float *m,
+                        const float *l, const float *u, const float *acc,
+                        size_t acc_stride);
+
 /* rb_state_finalize: per row, lse (may be NULL), entropy (NULL ok) and out[d]
  * (NULL ok). A row that saw no key gets lse = -inf, entropy = 0, out = 0. */
 void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,

@@ -570,23 +570,12 @@ static void groups_sb(const bf_ctx *c, int amx, int64_t g0, int64_t g1, int64_t 
 }
 
 /* Merge nrows fp32 state rows (from local row local0) into the double state rows
- * from row0 (rb_state_merge semantics); tmp holds d + 3 doubles. Empty rows skip. */
+ * from row0 (rb_state_merge_f32). */
 static void merge_rows(const bf_state *st, int64_t local0, int64_t row0, int64_t nrows,
-                       int d, int dv, double *tmp, double *state)
+                       int d, int dv, double *state)
 {
-    const size_t stride = RB_STATE_STRIDE(d);
-    for (int64_t i = 0; i < nrows; i++) {
-        const size_t li = (size_t)(local0 + i);
-        if (st->m[li] == -INFINITY)
-            continue;
-        tmp[0] = st->m[li];
-        tmp[1] = st->l[li];
-        tmp[2] = st->u[li];
-        const float *a = st->acc + li * (size_t)dv;
-        for (int j = 0; j < d; j++)
-            tmp[3 + j] = a[j];
-        rb_state_merge(state + (size_t)(row0 + i) * stride, tmp, 1, d);
-    }
+    rb_state_merge_f32(state, row0, nrows, d, st->m + local0, st->l + local0, st->u + local0,
+                       st->acc + (size_t)local0 * (size_t)dv, (size_t)dv);
 }
 
 /* Reset nrows fp32 state rows starting at local row 0. */
@@ -670,7 +659,6 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     int *sbval = NULL;
     bf_job *jobs = NULL;
     float *stbuf = NULL;
-    double *tmp = NULL;
 
     const size_t nrows_p = (size_t)c.ng * GR;
     /* per-thread fp32 state: row mode one query block, stream mode every row */
@@ -686,13 +674,12 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     sbmin = malloc((size_t)c.nsb * sizeof *sbmin);
     sbmax = malloc((size_t)c.nsb * sizeof *sbmax);
     sbval = malloc((size_t)c.nsb * sizeof *sbval);
-    tmp = malloc((size_t)nthr * RB_STATE_STRIDE(d) * sizeof *tmp);
     stbuf = aligned_alloc(64, (size_t)nthr * st_floats * sizeof *stbuf);
     kvp = aligned_alloc(64, kv_sbs * (kp_sz + vp_sz) * sizeof *kvp);
     jobs = stream ? NULL : malloc((size_t)nqb * sizeof *jobs);
     cut = stream ? malloc(((size_t)nthr + 1) * sizeof *cut) : NULL;
     if (!qp || !qposp || !gqmin || !gqmax || !kposp || !sbmin || !sbmax || !sbval ||
-        !tmp || !stbuf || !kvp || (!stream && !jobs) || (stream && !cut)) {
+        !stbuf || !kvp || (!stream && !jobs) || (stream && !cut)) {
         rc = RB_ENOMEM;
         goto cleanup;
     }
@@ -782,7 +769,6 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
 #endif
         float *sb_ = stbuf + (size_t)tid * st_floats;
         bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows, sb_ + round_up(strows * 3, 16)};
-        double *tmpt = tmp + (size_t)tid * RB_STATE_STRIDE(d);
         if (amx)
             amx_config();
 
@@ -820,7 +806,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                 }
                 const int64_t r0 = g0 * GR;
                 const int64_t r1 = g1 * GR < nq ? g1 * GR : nq;
-                merge_rows(&st, 0, r0, r1 - r0, d, c.dv, tmpt, state);
+                merge_rows(&st, 0, r0, r1 - r0, d, c.dv, state);
             }
         } else {
             state_reset(&st, (int64_t)nrows_p, c.dv);
@@ -846,7 +832,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
             float *sb_ = stbuf + (size_t)t * st_floats;
             bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows,
                            sb_ + round_up(strows * 3, 16)};
-            merge_rows(&st, 0, 0, nq, d, c.dv, tmp, state);
+            merge_rows(&st, 0, 0, nq, d, c.dv, state);
         }
     }
 
@@ -863,6 +849,5 @@ cleanup:
     free(jobs);
     free(cut);
     free(stbuf);
-    free(tmp);
     return rc;
 }

@@ -178,23 +178,12 @@ static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64
 }
 
 /* Merge nrows fp32 state rows (from local row local0) into the double state rows
- * from row0 (rb_state_merge semantics); tmp holds d + 3 doubles. Empty rows skip. */
+ * from row0 (rb_state_merge_f32). */
 static void merge_rows(const bl_state *st, int64_t local0, int64_t row0, int64_t nrows,
-                       int d, double *tmp, double *state)
+                       int d, double *state)
 {
-    const size_t stride = RB_STATE_STRIDE(d);
-    for (int64_t i = 0; i < nrows; i++) {
-        const size_t li = (size_t)(local0 + i);
-        if (st->m[li] == -INFINITY)
-            continue;
-        tmp[0] = st->m[li];
-        tmp[1] = st->l[li];
-        tmp[2] = st->u[li];
-        const float *a = st->acc + li * (size_t)d;
-        for (int j = 0; j < d; j++)
-            tmp[3 + j] = a[j];
-        rb_state_merge(state + (size_t)(row0 + i) * stride, tmp, 1, d);
-    }
+    rb_state_merge_f32(state, row0, nrows, d, st->m + local0, st->l + local0, st->u + local0,
+                       st->acc + (size_t)local0 * (size_t)d, (size_t)d);
 }
 
 static void state_reset(const bl_state *st, int64_t nrows, int d)
@@ -261,7 +250,6 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     int64_t *bqmin = NULL, *bqmax = NULL, *kbmin = NULL, *kbmax = NULL, *cut = NULL;
     bl_job *jobs = NULL;
     float *stbuf = NULL;
-    double *tmp = NULL;
     bqmin = malloc((size_t)nqb * sizeof *bqmin);
     bqmax = malloc((size_t)nqb * sizeof *bqmax);
     kbmin = malloc((size_t)nkb * sizeof *kbmin);
@@ -269,8 +257,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     jobs = malloc((size_t)nqb * sizeof *jobs);
     cut = malloc(((size_t)nthr + 1) * sizeof *cut);
     stbuf = malloc((size_t)nthr * st_floats * sizeof *stbuf);
-    tmp = malloc((size_t)nthr * RB_STATE_STRIDE(d) * sizeof *tmp);
-    if (!bqmin || !bqmax || !kbmin || !kbmax || !jobs || !cut || !stbuf || !tmp) {
+    if (!bqmin || !bqmax || !kbmin || !kbmax || !jobs || !cut || !stbuf) {
         rc = RB_ENOMEM;
         goto cleanup;
     }
@@ -336,7 +323,6 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         float *b_ = stbuf + (size_t)tid * st_floats;
         const bl_state st = {b_, b_ + strows, b_ + 2 * strows, b_ + 3 * strows,
                              b_ + 3 * strows + strows * (size_t)d};
-        double *tmpt = tmp + (size_t)tid * RB_STATE_STRIDE(d);
         if (!stream) {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t j = 0; j < nqb; j++) {
@@ -350,7 +336,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                     block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
                                  kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, 0);
                 }
-                merge_rows(&st, 0, r0, br, d, tmpt, state);
+                merge_rows(&st, 0, r0, br, d, state);
             }
         } else {
             state_reset(&st, nq, d);
@@ -372,7 +358,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         for (int t = 0; t < nthr; t++) {
             float *b_ = stbuf + (size_t)t * st_floats;
             const bl_state st = {b_, b_ + strows, b_ + 2 * strows, b_ + 3 * strows, NULL};
-            merge_rows(&st, 0, 0, nq, d, tmp, state);
+            merge_rows(&st, 0, 0, nq, d, state);
         }
     }
 
@@ -384,6 +370,5 @@ cleanup:
     free(jobs);
     free(cut);
     free(stbuf);
-    free(tmp);
     return rc;
 }

@@ -49,6 +49,41 @@ void rb_state_merge(double *dst, const double *src, int64_t n_rows, int d)
         merge_row(dst + (size_t)r * stride, src + (size_t)r * stride, d);
 }
 
+void rb_state_merge_f32(double *state, int64_t row0, int64_t nrows, int d, const float *m,
+                        const float *l, const float *u, const float *acc,
+                        size_t acc_stride)
+{
+    const size_t stride = RB_STATE_STRIDE(d);
+    for (int64_t i = 0; i < nrows; i++) {
+        double b[3];
+        if (m[i] == -INFINITY)
+            continue;
+        b[0] = m[i];
+        b[1] = l[i];
+        b[2] = u[i];
+        double *a = state + (size_t)(row0 + i) * stride;
+        const float *bacc = acc + (size_t)i * acc_stride;
+        const double ma = a[0];
+        if (ma == -INFINITY) {
+            a[0] = b[0];
+            a[1] = b[1];
+            a[2] = b[2];
+            for (int j = 0; j < d; j++)
+                a[3 + j] = bacc[j];
+            continue;
+        }
+        const double M = ma > b[0] ? ma : b[0];
+        const double da = ma - M, db = b[0] - M;
+        const double alpha = exp(da), beta = exp(db);
+        const double la = a[1];
+        a[0] = M;
+        a[1] = alpha * la + beta * b[1];
+        a[2] = alpha * (a[2] + la * da) + beta * (b[2] + b[1] * db);
+        for (int j = 0; j < d; j++)
+            a[3 + j] = alpha * a[3 + j] + beta * (double)bacc[j];
+    }
+}
+
 void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
                        double *entropy, double *out)
 {
