@@ -222,8 +222,27 @@ static int split_list(char *buf, char **items, int max, int i, char *err, size_t
     return n;
 }
 
-static int parse_i64_list(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
-                          int max, int *n_out, char *err, size_t errlen)
+/* Parse a comma-separated list of numbers into out (elements of `size` bytes), each
+ * item by `one` (parse_i64 or parse_f64 with the range lo..hi): one split, one error
+ * path for both element types. */
+typedef int (*parse_one_fn)(const char *s, int i, const void *lo, const void *hi,
+                            void *out, char *err, size_t errlen);
+
+static int one_i64(const char *s, int i, const void *lo, const void *hi, void *out,
+                   char *err, size_t errlen)
+{
+    return parse_i64(s, i, *(const int64_t *)lo, *(const int64_t *)hi, out, err, errlen);
+}
+
+static int one_f64(const char *s, int i, const void *lo, const void *hi, void *out,
+                   char *err, size_t errlen)
+{
+    return parse_f64(s, i, *(const double *)lo, *(const double *)hi, out, err, errlen);
+}
+
+static int parse_list(const char *s, int i, parse_one_fn one, const void *lo,
+                      const void *hi, void *out, size_t size, int max, int *n_out,
+                      char *err, size_t errlen)
 {
     char *buf = strdup(s), *items[RB_MAX_LIST * 4];
     int rc = RB_ENOMEM;
@@ -231,7 +250,7 @@ static int parse_i64_list(const char *s, int i, int64_t lo, int64_t hi, int64_t 
     int n = split_list(buf, items, max, i, err, errlen);
     if (n < 0) { rc = n; goto cleanup; }
     for (int k = 0; k < n; k++) {
-        rc = parse_i64(items[k], i, lo, hi, &out[k], err, errlen);
+        rc = one(items[k], i, lo, hi, (char *)out + (size_t)k * size, err, errlen);
         if (rc) goto cleanup;
     }
     *n_out = n;
@@ -241,23 +260,16 @@ cleanup:
     return rc;
 }
 
+static int parse_i64_list(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
+                          int max, int *n_out, char *err, size_t errlen)
+{
+    return parse_list(s, i, one_i64, &lo, &hi, out, sizeof *out, max, n_out, err, errlen);
+}
+
 static int parse_f64_list(const char *s, int i, double lo, double hi, double *out,
                           int max, int *n_out, char *err, size_t errlen)
 {
-    char *buf = strdup(s), *items[RB_MAX_LIST * 4];
-    int rc = RB_ENOMEM;
-    if (!buf) goto cleanup;
-    int n = split_list(buf, items, max, i, err, errlen);
-    if (n < 0) { rc = n; goto cleanup; }
-    for (int k = 0; k < n; k++) {
-        rc = parse_f64(items[k], i, lo, hi, &out[k], err, errlen);
-        if (rc) goto cleanup;
-    }
-    *n_out = n;
-    rc = RB_OK;
-cleanup:
-    free(buf);
-    return rc;
+    return parse_list(s, i, one_f64, &lo, &hi, out, sizeof *out, max, n_out, err, errlen);
 }
 
 /* Parse a list of names with parse_fn into out[] (duplicates rejected). */
