@@ -317,15 +317,14 @@ int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_
     return attr_write(r, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, err, errlen);
 }
 
-/* rb_results_attr_get_i64: see rb_results.h. */
-int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
-                            int64_t *v, char *err, size_t errlen)
+/* Open attribute obj@name for reading: 1 and *a set if it exists, 0 if the object or
+ * the attribute is missing, negative RB_E code on an error. */
+static int attr_open_existing(rb_results *r, const char *obj, const char *name, hid_t *a,
+                              char *err, size_t errlen)
 {
     int rc = RB_OK;
-    const char *path = obj ? obj : "(null)";
-    hid_t a = H5I_INVALID_HID;
-    if (!r || !obj || !name || !v)
-        return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
+    const char *path = obj;
+    *a = H5I_INVALID_HID;
     int e = path_exists(r->file, obj);
     H5Eclear2(H5E_DEFAULT);
     htri_t ae = 0;
@@ -333,13 +332,27 @@ int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
         H5TRY(ae = H5Aexists_by_name(r->file, obj, name, H5P_DEFAULT), "H5Aexists_by_name");
     if (e <= 0 || ae == 0)
         return 0;
-    H5TRY(a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
+    H5TRY(*a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
           "H5Aopen_by_name");
-    H5TRY(H5Aread(a, H5T_NATIVE_INT64, v), "H5Aread");
     rc = 1;
 cleanup:
-    if (a >= 0)
-        H5Aclose(a);
+    return rc;
+}
+
+/* rb_results_attr_get_i64: see rb_results.h. */
+int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
+                            int64_t *v, char *err, size_t errlen)
+{
+    const char *path = obj;
+    hid_t a = H5I_INVALID_HID;
+    if (!r || !obj || !name || !v)
+        return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
+    int rc = attr_open_existing(r, obj, name, &a, err, errlen);
+    if (rc <= 0)
+        return rc;
+    H5TRY(H5Aread(a, H5T_NATIVE_INT64, v), "H5Aread");
+cleanup:
+    H5Aclose(a);
     return rc;
 }
 
@@ -347,22 +360,15 @@ cleanup:
 int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
                             char *err, size_t errlen)
 {
-    int rc = RB_OK;
-    const char *path = obj ? obj : "(null)";
+    const char *path = obj;
     hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, mt = H5I_INVALID_HID;
     char *buf = NULL;
     if (!r || !obj || !name || !v)
         return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
     *v = NULL;
-    int e = path_exists(r->file, obj);
-    H5Eclear2(H5E_DEFAULT);
-    htri_t ae = 0;
-    if (e > 0)
-        H5TRY(ae = H5Aexists_by_name(r->file, obj, name, H5P_DEFAULT), "H5Aexists_by_name");
-    if (e <= 0 || ae == 0)
-        return 0;
-    H5TRY(a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
-          "H5Aopen_by_name");
+    int rc = attr_open_existing(r, obj, name, &a, err, errlen);
+    if (rc <= 0)
+        return rc;
     H5TRY(t = H5Aget_type(a), "H5Aget_type");
     if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0) {
         rc = rb_errf(err, errlen, RB_EFORMAT, "results: %s@%s: not a fixed-length string",
