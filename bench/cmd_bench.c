@@ -50,6 +50,7 @@ typedef struct {
 
 typedef struct {
     double fma1, fma_all, triad1, triad_all;
+    double tiles1; /* rb_tile_ceiling_gflops, -1 where there is no avx512 kernel */
     size_t triad_bytes;
 } bench_peaks;
 
@@ -429,7 +430,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
         const struct { const char *k; double v; } fa[] = {
             {"peak_gflops_1thread", pk->fma1}, {"peak_gflops_all", pk->fma_all},
-            {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all}};
+            {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all},
+            {"tile_ceiling_gflops_1thread", pk->tiles1}};
         for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
             if ((rc = rb_results_attr_f64(res, "/bench", fa[i].k, fa[i].v, err, el))) goto cleanup;
         if ((rc = rb_results_attr_i64(res, "/bench", "threads_all", o->all_threads, err, el)) ||
@@ -667,7 +669,7 @@ int rb_cmd_bench(int argc, char **argv)
     FILE *jf = NULL;
     row_list rl = {NULL, 0, MAX_ROWS};
     char err[512], missing[128] = "";
-    bench_peaks pk = {0, 0, 0, 0, 0};
+    bench_peaks pk = {0, 0, 0, 0, -1, 0};
 
     optind = 1;
     opterr = 0;
@@ -766,6 +768,7 @@ int rb_cmd_bench(int argc, char **argv)
         if (!o.quick) fprintf(stderr, "bench: peak-FMA probe and triad\n");
         pk.fma1 = rb_peak_fma_gflops(1, secs);
         pk.fma_all = rb_peak_fma_gflops(o.all_threads, secs);
+        pk.tiles1 = rb_tile_ceiling_gflops(secs);
         pk.triad1 = rb_triad_gbps(1, bytes);
         pk.triad_all = rb_triad_gbps(o.all_threads, bytes);
         if (!(pk.triad1 > 0) || !(pk.triad_all > 0)) {
@@ -788,6 +791,10 @@ int rb_cmd_bench(int argc, char **argv)
                o.all_threads, o.quick ? ", --quick sizes" : "");
         printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread, %.1f GFLOP/s %d threads\n",
                pk.fma1, pk.fma_all, o.all_threads);
+        if (pk.tiles1 > 0)
+            printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, all in L1, "
+                   "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
+                   "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads\n",
                pk.triad_bytes >> 20, pk.triad1, pk.triad_all, o.all_threads);
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "

@@ -84,6 +84,36 @@ double rb_peak_fma_gflops(int threads, double seconds)
     return total;
 }
 
+double rb_tile_ceiling_gflops(double seconds)
+{
+#ifdef RB_HAVE_AVX512_FP32
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    if (!(ci.avx512f && ci.os_zmm))
+        return -1.0;
+    if (!(seconds > 0))
+        seconds = 0.2;
+    const int64_t chunk = 2000;
+    double sink = 0;
+    const double w0 = now_s();
+    while (now_s() - w0 < 0.1 * seconds)
+        sink += rb_attn_avx512_tiles(chunk, 1.0f);
+    int64_t iters = 0;
+    const double t0 = now_s();
+    double t1 = t0;
+    do {
+        sink += rb_attn_avx512_tiles(chunk, 1.0f);
+        iters += chunk;
+        t1 = now_s();
+    } while (t1 - t0 < seconds);
+    peak_sink = sink;
+    return 393216.0 * (double)iters / (t1 - t0) * 1e-9;
+#else
+    (void)seconds;
+    return -1.0;
+#endif
+}
+
 double rb_triad_gbps(int threads, size_t bytes_per_array)
 {
     const size_t n = bytes_per_array / sizeof(double);

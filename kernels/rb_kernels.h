@@ -230,6 +230,16 @@ void rb_kernels_set_threads(int n);
  * FLOP over its own elapsed time. No memory traffic; never fails. */
 double rb_peak_fma_gflops(int threads, double seconds);
 
+/* rb_tile_ceiling_gflops: fp32 GFLOP/s of the avx512 kernel's register tiles alone on
+ * the calling thread -- QK^T of 12 query rows x 64 keys and PV of 12 rows x 128 dims
+ * over 64 keys, head_dim 128, every operand in L1, no softmax, no memory traffic --
+ * timed like rb_peak_fma_gflops (warm-up 0.1*seconds, then `seconds`; <= 0: 0.2 s).
+ * It is what the fused kernel could reach if the softmax, the packing and the loads
+ * from L2 and memory cost nothing, so it separates the register kernel's own limit
+ * (loads and broadcasts issued next to the FMAs) from the rest. -1 where the avx512
+ * kernel is not built or the CPU/OS cannot run it. */
+double rb_tile_ceiling_gflops(double seconds);
+
 /* rb_triad_gbps: STREAM triad a[i] = b[i] + s*c[i] over three double arrays of
  * bytes_per_array bytes each (choose >> last-level cache), first-touched in parallel by
  * `threads` OpenMP threads (<= 0: all), one warm-up pass then the best of 5; counts

@@ -32,9 +32,12 @@ def load_h5(path):
     with h5py.File(path, "r") as f:
         g = f["/bench"]
         for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
-                  "triad_gbps_all", "threads_all", "cpu_model", "flop_counting"):
+                  "triad_gbps_all", "threads_all", "cpu_model", "flop_counting",
+                  "tile_ceiling_gflops_1thread"):
             if a not in g.attrs:
                 raise SystemExit(f"FAIL /bench lacks attribute {a}")
+        check_tiles(float(g.attrs["tile_ceiling_gflops_1thread"]),
+                    float(g.attrs["peak_gflops_1thread"]), "/bench attribute")
         cols = {k: g[k][()] for k in g.keys()}
         n = len(cols["kernel"])
         for k, v in cols.items():
@@ -58,6 +61,24 @@ def load_h5(path):
     return rows
 
 
+# which kernels the binary has; set by drive() before any file is read
+HAS_AVX512 = None
+
+
+def check_tiles(tiles, peak, where):
+    """The register-tile ceiling: -1 without the avx512 kernel, else positive and at
+    most the FMA peak of the same run (10 % for timing noise between the two probes):
+    more than the peak would mean a wrong FLOP count."""
+    if HAS_AVX512 is None:  # --h5 on a file from elsewhere: only the bound
+        if tiles != -1 and not (0 < tiles <= 1.10 * peak):
+            raise SystemExit(f"FAIL {where}: tile ceiling {tiles} GFLOP/s against peak {peak}")
+    elif HAS_AVX512:
+        if not (0 < tiles <= 1.10 * peak):
+            raise SystemExit(f"FAIL {where}: tile ceiling {tiles} GFLOP/s against peak {peak}")
+    elif tiles != -1:
+        raise SystemExit(f"FAIL {where}: tile ceiling {tiles} without the avx512 kernel")
+
+
 def available_kernels(exe):
     env = dict(os.environ, ROPEBENCH_ISA="no_such_kernel")
     p = subprocess.run([exe, "info"], env=env, capture_output=True, text=True, timeout=60)
@@ -77,11 +98,19 @@ def run(cmd):
 def drive(exe, work, launcher):
     import h5py
     os.makedirs(work, exist_ok=True)
+    global HAS_AVX512
     kernels = available_kernels(exe)
+    HAS_AVX512 = "avx512" in kernels
     js = os.path.join(work, "bench.json")
     p = run([exe, "bench", "--quick", "--json", js])
     if not p.stdout.startswith("# ropebench bench") or "peak FMA" not in p.stdout:
         raise SystemExit(f"FAIL unexpected table:\n{p.stdout}")
+    m = re.search(r"register tiles alone .*: ([0-9.]+) GFLOP/s 1 thread", p.stdout)
+    pk = re.search(r"# peak FMA \(fp32, measured\): ([0-9.]+) GFLOP/s 1 thread", p.stdout)
+    if not pk or bool(m) != HAS_AVX512:
+        raise SystemExit(f"FAIL peak or tile-ceiling line missing or unexpected:\n{p.stdout}")
+    if m:
+        check_tiles(float(m.group(1)), float(pk.group(1)), "table header")
     with open(js) as f:
         check(json.load(f), kernels)
     fresh = os.path.join(work, "bench_new.h5")

@@ -1,5 +1,6 @@
 /* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows, 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
 #include "rb_avx512.h"
+#include "rb_peak.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -845,4 +846,35 @@ cleanup:
     free(qc);
     free(tmp);
     return rc;
+}
+
+/* rb_attn_avx512_tiles: see rb_peak.h. One 64-key block (K^T and V packed as the
+ * kernel packs them) and 12 query rows, all in L1: per iteration qk_run (12 x 64
+ * scores) and pv_run (12 x 128 outputs over 64 keys) at d = 128, the register tiles of
+ * a full row group, with no softmax in between (P is the score tile itself, kept
+ * small so that nothing overflows). */
+double rb_attn_avx512_tiles(int64_t iters, float seed)
+{
+    enum { D = 128 };
+    static _Alignas(64) float kt[D * BC], vt[BC * D], q[RG * D], S[RG * BC], acc[RG * D];
+    for (int i = 0; i < D * BC; i++) {
+        kt[i] = seed * 1e-3f * (float)(i % 7);
+        vt[i] = seed * 1e-3f * (float)(i % 5);
+    }
+    for (int i = 0; i < RG * D; i++) {
+        q[i] = 1e-3f * (float)(i % 3);
+        acc[i] = 0.0f;
+    }
+    const float *qr[RG];
+    for (int r = 0; r < RG; r++)
+        qr[r] = q + r * D;
+    for (int64_t it = 0; it < iters; it++) {
+        qk_run(qr, RG, kt, D, S);
+        pv_run(RG, S, vt, D, BC, acc);
+        __asm__ volatile("" : : "r"(S), "r"(acc) : "memory");
+    }
+    double sum = 0.0;
+    for (int i = 0; i < RG * D; i++)
+        sum += acc[i];
+    return sum;
 }
