@@ -246,15 +246,20 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         rb_state_finalize(scratch_state, m->nq, d, lf, hf, NULL);
         for (int64_t r = 0; rank == 0 && r < m->nq; r++)
             m->entropy_err[(size_t)h * m->nq + r] = hf[r] - ent_root[r];
-        /* score effect of the phases alone, on an evenly spaced sample of local keys */
-        int64_t ns_keys = c->metrics_precision_keys < nk ? c->metrics_precision_keys : nk;
+        /* score effect of the phases alone, on a sample of keys that does not depend on
+         * the ranks: every position that is a multiple of ceil(L / precision_keys);
+         * each rank takes the ones it holds, and the per-row maxima reduce with MAX */
+        const int64_t P = c->metrics_precision_keys;
+        const int64_t stride = (m->L + P - 1) / P;
+        int64_t ns_keys = 0;
+        for (int64_t i = 0; i < nk; i++) ns_keys += kpos[i] % stride == 0;
         ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
         ksp = malloc((size_t)(ns_keys ? ns_keys : 1) * sizeof *ksp);
         if (!ks || !ksp) goto nomem;
-        for (int64_t i = 0; i < ns_keys; i++) {
-            int64_t src = (int64_t)((double)i * (double)nk / (double)ns_keys);
-            memcpy(ks + (size_t)i * row, kpre + (size_t)src * row, row * sizeof *ks);
-            ksp[i] = kpos[src];
+        for (int64_t i = 0, j = 0; i < nk; i++) {
+            if (kpos[i] % stride) continue;
+            memcpy(ks + (size_t)j * row, kpre + (size_t)i * row, row * sizeof *ks);
+            ksp[j++] = kpos[i];
         }
         const size_t off = (size_t)h * m->nq;
         if (rb_metrics_precision(qpre, m->qpos, m->nq, ks, ksp, ns_keys, m->inv, d, rd,

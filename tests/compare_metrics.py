@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """compare_metrics.py — the metrics of two results files of the same study (e.g. 1 and 4
 ranks) must agree: analytic groups (phase/*, decay B, roformer_bound) within 1e-9 and
-data-driven ones within 1e-5, as |x - y| / max(|x|, |y|, 1). precision/score_err_max and
-bound_ratio_max are left out: they come from a per-rank sample of keys, which depends
-on the rank count by design (docs/metrics.md).
+data-driven ones within 1e-5, as |x - y| / max(|x|, |y|, 1). Nothing is left out: the
+precision key sample is a fixed set of global positions, whatever the rank count.
 
 usage: compare_metrics.py A.h5 B.h5
 """
@@ -13,7 +12,6 @@ import h5py
 import numpy as np
 
 GROUPS = ["entropy", "phase", "decay", "pair_share", "needles", "softmax_floor", "precision"]
-SKIP = {"precision/score_err_max", "precision/bound_ratio_max"}
 ANALYTIC = ("phase/", "decay/by_distance/B", "decay/by_distance/roformer_bound",
             "decay/by_distance/distance", "decay/by_distance/bin_")
 
@@ -47,8 +45,6 @@ def main():
                     failed += 1
                     continue
                 for k in sorted(da):
-                    if k in SKIP:
-                        continue
                     x, y = np.asarray(da[k], float), np.asarray(db[k], float)
                     tol = 1e-9 if k.startswith(ANALYTIC) else 1e-5
                     if x.shape != y.shape:
