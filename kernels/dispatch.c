@@ -5,6 +5,8 @@
 #include "blas/rb_blas.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -122,6 +124,20 @@ static int cpu_any(const rb_cpu_info *ci)
 static int cpu_avx512(const rb_cpu_info *ci)
 {
     return ci->avx512f && ci->avx512bw && ci->avx512vl && ci->avx512dq && ci->os_zmm;
+}
+
+int rb_kernels_helpers_avx512(void)
+{
+    static atomic_int have = -1;
+    int h = atomic_load(&have);
+    if (h < 0) {
+        rb_cpu_info ci;
+        rb_cpu_detect(&ci);
+        h = cpu_avx512(&ci);
+        atomic_store(&have, h);
+    }
+    const char *isa = getenv("ROPEBENCH_ISA");
+    return h && !(isa && strcmp(isa, "ref") == 0);
 }
 
 static int cpu_avx512_bf16(const rb_cpu_info *ci)

@@ -213,6 +213,13 @@ int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **rea
 int rb_kernels_select_dtype(const char *override, const char *dtype, rb_kernel_ops *ops,
                             const char **reason, char *err, size_t errlen);
 
+/* rb_kernels_helpers_avx512: 1 when the helper kernels that have an AVX-512 build
+ * (rb_probe_metrics_accumulate, rb_rope_apply_fp32phase) run it: the CPU and OS allow
+ * AVX-512F/BW/VL/DQ with ZMM state and ROPEBENCH_ISA is not "ref"; else 0 and they run
+ * their portable code. The CPU is probed once per process, the variable read on every
+ * call. */
+int rb_kernels_helpers_avx512(void);
+
 /* Threads the tile and RoPE kernels use (OpenMP); 1 in a build without OpenMP. */
 int rb_kernels_threads(void);
 /* Set it (n >= 1); no effect without OpenMP. */
@@ -349,12 +356,23 @@ int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const doub
                                 char *err, size_t errlen);
 
 /* rb_rope_apply_fp32phase: RoPE as widely used fp32 code does it: angle =
- * (float)pos * (float)inv_freq in float, cosf/sinf, rotation in float; same layout and
- * attention-factor semantics as rb_rope_apply. For the phase-precision metric. */
+ * (float)pos * (float)inv_freq in float, cos and sin of that float angle rounded to
+ * float and times (float)attention_factor, rotation x1 c - x2 s, x2 c + x1 s in float;
+ * same layout and attention-factor semantics as rb_rope_apply. For the phase-precision
+ * metric. Runs rb_rope_apply_fp32phase_ref, or the AVX-512 build (kernels/avx512/
+ * rope_avx512.c) where rb_kernels_helpers_avx512() says so: the same float angles and
+ * the same float rotation, cos/sin from a double polynomial rounded to float instead of
+ * libm's cosf/sinf (within 1 ulp of them; tests/test_metrics_probe.c compares the two). */
 void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
                              const int64_t *pos, const double *inv_freq, int head_dim,
                              int rotary_dim, rb_rope_layout layout,
                              double attention_factor);
+
+/* rb_rope_apply_fp32phase_ref: the portable version, cosf/sinf from libm per element. */
+void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
+                                 const int64_t *pos, const double *inv_freq, int head_dim,
+                                 int rotary_dim, rb_rope_layout layout,
+                                 double attention_factor);
 
 /* rb_metrics_precision: the phase-precision effect on probe rows (metric 7), isolated
  * from every other rounding: q rows (pre-RoPE, qpre[nq][d], positions q_pos) and a

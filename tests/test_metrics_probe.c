@@ -482,6 +482,60 @@ static void fp32_rotation_case(int ci)
     free(y);
 }
 
+/* The dispatched fp32-phase RoPE (the AVX-512 build where the CPU has it) against the
+ * portable one: the same float angles and rotation, cos/sin within 1 ulp of libm's, so
+ * every output within 3 float ulps of the pair's norm; most should be bit-identical. */
+static void fp32_isa_case(int ci, int64_t *same, int64_t *total)
+{
+    const int d = 2 * (int)rng_int(1, 128);
+    const int rot = rng_unif() < 0.6 ? d : 2 * (int)rng_int(1, d / 2);
+    const rb_rope_layout layout = ci % 4 == 3 ? RB_LAYOUT_GPTJ : RB_LAYOUT_NEOX;
+    const double af = rng_unif() < 0.5 ? 1.0 : 0.5 + rng_unif();
+    const int64_t n = rng_int(1, 40);
+    const size_t stride = (size_t)d + (size_t)rng_int(0, 5);
+    const double base = ci % 5 == 0 ? 500000.0 : 10000.0 * (0.1 + rng_unif());
+    double inv[256];
+    for (int j = 0; j < rot / 2; j++)
+        inv[j] = pow(base, -2.0 * j / rot) / (ci % 3 == 0 ? 8.0 : 1.0);
+    float *x = malloc(sizeof(float) * n * stride), *ya = malloc(sizeof(float) * n * stride),
+          *yr = malloc(sizeof(float) * n * stride);
+    int64_t *pos = malloc(sizeof(int64_t) * n);
+    for (int64_t r = 0; r < n; r++) {
+        const double u = rng_unif();
+        pos[r] = u < 0.3 ? rng_int(-50, 5000) : u < 0.7 ? rng_int(0, 1 << 24)
+                                                         : rng_int(0, (int64_t)1 << 33);
+        for (size_t i = 0; i < stride; i++)
+            x[r * stride + i] = rng_gauss();
+    }
+    memcpy(ya, x, sizeof(float) * n * stride);
+    memcpy(yr, x, sizeof(float) * n * stride);
+    rb_rope_apply_fp32phase(ya, n, stride, pos, inv, d, rot, layout, af);
+    rb_rope_apply_fp32phase_ref(yr, n, stride, pos, inv, d, rot, layout, af);
+    for (int64_t r = 0; r < n; r++)
+        for (int j = 0; j < rot / 2; j++) {
+            const int a = layout == RB_LAYOUT_GPTJ ? 2 * j : j;
+            const int b = layout == RB_LAYOUT_GPTJ ? 2 * j + 1 : j + rot / 2;
+            const float *xr = x + r * stride;
+            const float tol = 3.0f * 0x1.0p-23f * (fabsf(xr[a]) + fabsf(xr[b])) * (float)af;
+            const float *p = ya + r * stride, *q = yr + r * stride;
+            check(fabsf(p[a] - q[a]) <= tol && fabsf(p[b] - q[b]) <= tol,
+                  "fp32 rope dispatched vs ref, case %d: d=%d rot=%d %s pos=%lld pair %d: "
+                  "(%.9g, %.9g) vs (%.9g, %.9g)", ci, d, rot,
+                  layout == RB_LAYOUT_GPTJ ? "gptj" : "neox", (long long)pos[r], j, p[a], p[b],
+                  q[a], q[b]);
+            *same += p[a] == q[a] && p[b] == q[b];
+            *total += 1;
+        }
+    for (int64_t r = 0; r < n; r++)
+        for (size_t i = (size_t)rot; i < stride; i++)
+            check(ya[r * stride + i] == x[r * stride + i],
+                  "fp32 rope dispatched, case %d: dim %zu past rotary_dim changed", ci, i);
+    free(x);
+    free(ya);
+    free(yr);
+    free(pos);
+}
+
 /* Phase error of fp32 phases vs rb_rope_phase, base 10000, 64 pairs, by position. */
 static void fp32_phase_error(void)
 {
@@ -539,6 +593,12 @@ int main(void)
     metrics_errors();
     for (int ci = 0; ci < 200; ci++)
         fp32_rotation_case(ci);
+    int64_t same = 0, total = 0;
+    for (int ci = 0; ci < 400; ci++)
+        fp32_isa_case(ci, &same, &total);
+    printf("fp32-phase RoPE, %s build vs portable: %lld of %lld pairs bit-identical\n",
+           rb_kernels_helpers_avx512() ? "AVX-512" : "portable", (long long)same,
+           (long long)total);
     fp32_phase_error();
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;

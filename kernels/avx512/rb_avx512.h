@@ -42,6 +42,19 @@ void rb_rope_apply_avx512(float *x, int64_t n_rows, size_t row_stride, const int
                           const double *inv_freq, int head_dim, int rotary_dim,
                           rb_rope_layout layout, double attention_factor);
 
+/* rb_rope_apply_fp32phase_avx512: the contract of rb_rope_apply_fp32phase (rb_kernels.h)
+ * with AVX-512: per row, the float angles (float)pos * (float)inv_freq[i] exactly as
+ * the portable code forms them, widened to double, reduced mod 2 pi (two-part 2 pi,
+ * FMA; exact to ~4e-16 rad for angles below 2^40) and given to the double sin/cos
+ * polynomial of rb_rope_apply_avx512 (<= ~1 ulp), rounded to float, times the float
+ * attention factor; the rotation in float with separate multiplies and add/subtract, as
+ * the portable code. neox rows are vectorized over pairs (8 per vector); gptj rows, and
+ * rows whose angles reach 2^40, take the portable code. OpenMP over rows. */
+void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
+                                    const int64_t *pos, const double *inv_freq, int head_dim,
+                                    int rotary_dim, rb_rope_layout layout,
+                                    double attention_factor);
+
 #ifdef __AVX512F__
 #include <immintrin.h>
 

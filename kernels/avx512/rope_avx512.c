@@ -5,6 +5,7 @@
 #include "rb_rope_fast.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,4 +274,71 @@ int rb_rope_phases_avx512(const int64_t *pos, int64_t n_rows, const double *inv_
 cleanup:
     gen_free(&g);
     return rc;
+}
+
+/* ---- fp32 phases, as common fp32 code forms them (the phase-precision metric) ------ */
+
+/* One neox row: pairs [0, half) in steps of 8, the last step masked. */
+static void fp32phase_row_neox(float *row, float fpos, const float *finv, int half, float af)
+{
+    const __m512d two_pi_inv = _mm512_set1_pd(0x1.45f306dc9c883p-3);
+    const __m512d two_pi_hi = _mm512_set1_pd(0x1.921fb54442d18p+2);
+    const __m512d two_pi_lo = _mm512_set1_pd(0x1.1a62633145c07p-52);
+    const __m256 vaf = _mm256_set1_ps(af), vpos = _mm256_set1_ps(fpos);
+    for (int i = 0; i < half; i += 8) {
+        const int n = half - i < 8 ? half - i : 8;
+        const __mmask8 mk = (__mmask8)((1u << n) - 1u);
+        /* the float angle, as fpos * (float)inv_freq[i] in float */
+        const __m256 a = _mm256_mul_ps(vpos, _mm256_maskz_loadu_ps(mk, finv + i));
+        const __m512d ad = _mm512_cvtps_pd(a);
+        const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(ad, two_pi_inv),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512d t = _mm512_fnmadd_pd(k, two_pi_lo, _mm512_fnmadd_pd(k, two_pi_hi, ad));
+        __m512d sd, cd;
+        sincos8(t, &sd, &cd);
+        const __m256 c = _mm256_mul_ps(_mm512_cvtpd_ps(cd), vaf);
+        const __m256 s = _mm256_mul_ps(_mm512_cvtpd_ps(sd), vaf);
+        const __m256 x1 = _mm256_maskz_loadu_ps(mk, row + i);
+        const __m256 x2 = _mm256_maskz_loadu_ps(mk, row + half + i);
+        /* separate multiplies, no FMA: the rounding of the portable code */
+        const __m256 y1 = _mm256_sub_ps(_mm256_mul_ps(x1, c), _mm256_mul_ps(x2, s));
+        const __m256 y2 = _mm256_add_ps(_mm256_mul_ps(x2, c), _mm256_mul_ps(x1, s));
+        _mm256_mask_storeu_ps(row + i, mk, y1);
+        _mm256_mask_storeu_ps(row + half + i, mk, y2);
+    }
+}
+
+void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
+                                    const int64_t *pos, const double *inv_freq, int head_dim,
+                                    int rotary_dim, rb_rope_layout layout,
+                                    double attention_factor)
+{
+    if (!x || !pos || !inv_freq || n_rows <= 0 || rotary_dim <= 0 || rotary_dim > head_dim)
+        return;
+    const int half = rotary_dim / 2;
+    if (layout != RB_LAYOUT_NEOX || half > 256) {
+        rb_rope_apply_fp32phase_ref(x, n_rows, row_stride, pos, inv_freq, head_dim,
+                                    rotary_dim, layout, attention_factor);
+        return;
+    }
+    float finv[256];
+    float fmax_inv = 0.0f;
+    for (int i = 0; i < half; i++) {
+        finv[i] = (float)inv_freq[i];
+        fmax_inv = fabsf(finv[i]) > fmax_inv ? fabsf(finv[i]) : fmax_inv;
+    }
+    const float af = (float)attention_factor;
+    const long long n = (long long)n_rows;
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (long long r = 0; r < n; r++) {
+        float *row = x + (size_t)r * row_stride;
+        const float fpos = (float)pos[r];
+        /* angles at or past 2^40 (never from a real position and frequency): the
+         * two-part reduction would lose bits there, so the portable code takes them */
+        if (fabsf(fpos) * fmax_inv >= 0x1p40f)
+            rb_rope_apply_fp32phase_ref(row, 1, row_stride, pos + r, inv_freq, head_dim,
+                                        rotary_dim, layout, attention_factor);
+        else
+            fp32phase_row_neox(row, fpos, finv, half, af);
+    }
 }

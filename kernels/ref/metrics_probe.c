@@ -2,7 +2,6 @@
 #include "rb_kernels.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -215,16 +214,26 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
     }
     if (kmin > c->spos[c->nq - 1])
         return; /* no row sees any key of the block */
-    for (int n = 0; n < nb; n++) {
-        const float *kr = c->k + (size_t)(n0 + n) * (size_t)d;
-        for (int i = 0; i < d; i++) {
-            t->kd[(size_t)n * d + i] = (double)kr[i];
-            t->kT[(size_t)i * KB + n] = (double)kr[i];
-        }
+    /* kd first (contiguous, so the conversion vectorizes and the raw rows stream in
+     * order), then kT from it in L1/L2 */
+    {
+        const float *restrict kr = c->k + (size_t)n0 * (size_t)d;
+        double *restrict kd = t->kd;
+        const size_t nv = (size_t)nb * (size_t)d;
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (size_t i = 0; i < nv; i++)
+            kd[i] = (double)kr[i];
     }
-    for (int n = nb; n < KB; n++)
-        for (int i = 0; i < d; i++)
-            t->kT[(size_t)i * KB + n] = 0.0;
+    for (int i = 0; i < d; i++) {
+        double *restrict kt = t->kT + (size_t)i * KB;
+        const double *restrict kd = t->kd + i;
+        for (int n = 0; n < nb; n++)
+            kt[n] = kd[(size_t)n * d];
+        for (int n = nb; n < KB; n++)
+            kt[n] = 0.0;
+    }
 
     /* rho: sum over visible (row, key) of |q_j||k_j| = sum over keys of |k_j| times
      * the sum of |q_j| over the rows at or after the key's position (suffix sums). */
@@ -473,6 +482,15 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
             for (int64_t b = tid; b < nblocks; b += T) {
                 const int64_t n0 = b * KB;
                 const int nb = (int)(nk - n0 < KB ? nk - n0 : KB);
+                /* the raw rows of this thread's next block, requested now so that their
+                 * misses (and page walks) overlap this block's arithmetic */
+                if (b + 2 * T < nblocks) {
+                    const char *nx = (const char *)(k + (size_t)(b + 2 * T) * KB * (size_t)d);
+                    const int64_t nkey = nk - (b + 2 * T) * KB < KB ? nk - (b + 2 * T) * KB : KB;
+                    const size_t bytes = (size_t)nkey * (size_t)d * sizeof(float);
+                    for (size_t o = 0; o < bytes; o += 64)
+                        __builtin_prefetch(nx + o, 0, 2);
+                }
                 do_block(&c, &ta[tid], n0, nb);
             }
         }
@@ -523,26 +541,12 @@ int rb_probe_metrics_accumulate_avx512(const float *q, const int64_t *q_pos,
                                        rb_probe_metrics *m, char *err, size_t errlen);
 
 /* 1 if the CPU and OS run AVX-512 code (decided once). */
-static int cpu_avx512(void)
-{
-    static atomic_int have = -1;
-    int h = atomic_load(&have);
-    if (h < 0) {
-        rb_cpu_info ci;
-        rb_cpu_detect(&ci);
-        h = ci.avx512f && ci.avx512dq && ci.os_zmm;
-        atomic_store(&have, h);
-    }
-    return h;
-}
-
 int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const double *lse,
                                 int64_t nq, const float *k, const int64_t *k_pos,
                                 int64_t nk, double scale, rb_probe_metrics *m,
                                 char *err, size_t errlen)
 {
-    const char *isa = getenv("ROPEBENCH_ISA");
-    if (cpu_avx512() && !(isa && strcmp(isa, "ref") == 0))
+    if (rb_kernels_helpers_avx512())
         return rb_probe_metrics_accumulate_avx512(q, q_pos, lse, nq, k, k_pos, nk, scale,
                                                   m, err, errlen);
     return accumulate_portable(q, q_pos, lse, nq, k, k_pos, nk, scale, m, err, errlen);

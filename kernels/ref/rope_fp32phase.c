@@ -1,5 +1,6 @@
 /* rope_fp32phase.c — RoPE with phases formed in float32, as widely used fp32 code does (for the phase-precision metric). */
 #include "rb_kernels.h"
+#include "../avx512/rb_avx512.h"
 
 #include <math.h>
 
@@ -8,10 +9,10 @@
  * float32 position); c = cosf(a) * af, s = sinf(a) * af with af = (float)attention
  * factor (as HF scales its float cos/sin cache); x' = x1 c - x2 s, y' = x2 c + x1 s in
  * float. Layout, partial rotary and pass-through dims as rb_rope_apply. */
-void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
-                             const int64_t *pos, const double *inv_freq, int head_dim,
-                             int rotary_dim, rb_rope_layout layout,
-                             double attention_factor)
+void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
+                                 const int64_t *pos, const double *inv_freq, int head_dim,
+                                 int rotary_dim, rb_rope_layout layout,
+                                 double attention_factor)
 {
     if (!x || !pos || !inv_freq || n_rows <= 0 || rotary_dim <= 0 ||
         rotary_dim > head_dim)
@@ -32,4 +33,17 @@ void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
             row[ib] = x2 * c + x1 * s;
         }
     }
+}
+
+void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
+                             const int64_t *pos, const double *inv_freq, int head_dim,
+                             int rotary_dim, rb_rope_layout layout,
+                             double attention_factor)
+{
+    if (rb_kernels_helpers_avx512())
+        rb_rope_apply_fp32phase_avx512(x, n_rows, row_stride, pos, inv_freq, head_dim,
+                                       rotary_dim, layout, attention_factor);
+    else
+        rb_rope_apply_fp32phase_ref(x, n_rows, row_stride, pos, inv_freq, head_dim,
+                                    rotary_dim, layout, attention_factor);
 }
