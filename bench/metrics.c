@@ -157,7 +157,7 @@ void rb_metrics_free(rb_case_metrics *m)
 }
 
 int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
-                    const float *qrot, const float *qpre, const float *krot,
+                    const float *qrot, const float *qpre, float *krot,
                     const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
                     const rb_dataset *ds, const double *lse_root, const double *ent_root,
                     double *scratch_state, char *err, size_t errlen)
@@ -166,7 +166,7 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     const int d = m->d, rd = c->rotary_dim;
     const size_t row = (size_t)d;
     int rc = RB_OK;
-    float *kn = NULL, *qf = NULL, *kf = NULL, *ks = NULL;
+    float *kn = NULL, *qf = NULL, *ks = NULL;
     int64_t *ksp = NULL;
     double *lf = NULL, *hf = NULL;
 
@@ -227,12 +227,13 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         goto cleanup;
 
     if (m->precision) {
-        /* entropy with fp32 phases: the same attention on fp32-phase rotations */
+        /* entropy with fp32 phases: the same attention on fp32-phase rotations; the keys
+         * go into krot, which the accumulators above no longer need */
+        float *kf = krot;
         qf = malloc((size_t)m->nq * row * sizeof *qf);
-        kf = malloc((size_t)nk * row * sizeof *kf);
         lf = malloc((size_t)m->nq * sizeof *lf);
         hf = malloc((size_t)m->nq * sizeof *hf);
-        if (!qf || !kf || !lf || !hf) goto nomem;
+        if (!qf || !lf || !hf) goto nomem;
         memcpy(qf, qpre, (size_t)m->nq * row * sizeof *qf);
         memcpy(kf, kpre, (size_t)nk * row * sizeof *kf);
         rb_rope_apply_fp32phase(qf, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
@@ -274,7 +275,6 @@ nomem:
 cleanup:
     free(kn);
     free(qf);
-    free(kf);
     free(ks);
     free(ksp);
     free(lf);

@@ -110,9 +110,12 @@ int rb_metrics_begin(rb_case_metrics **m, const rb_config *c, int mode, int64_t 
  * for E[rho_j]; in probe mode also the data-driven accumulators (lse_root/ent_root:
  * the head's probe-row lse and entropy, valid on rank 0), the needle scores and, when
  * metrics.precision_keys > 0, the fp32-phase attention pass (uses scratch_state,
- * nq * RB_STATE_STRIDE(d) doubles) and the phase-precision sample. */
+ * nq * RB_STATE_STRIDE(d) doubles) and the phase-precision sample. That pass rotates
+ * kpre with fp32 phases into krot, once the accumulators are done with the exactly
+ * rotated keys there (saves a key-sized buffer, and its page faults, per head): in
+ * probe mode with precision on, krot holds the fp32-phase keys on return. */
 int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
-                    const float *qrot, const float *qpre, const float *krot,
+                    const float *qrot, const float *qpre, float *krot,
                     const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
                     const rb_dataset *ds, const double *lse_root, const double *ent_root,
                     double *scratch_state, char *err, size_t errlen);
