@@ -488,6 +488,22 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             snprintf(path, sizeof path, "%s/needle/query_pos", g);
             TRY(rb_results_write_i64(r->res, path, 1, nd, ds.query_pos, 0, e, el));
         }
+        if (kind == RB_DATA_SPECTRAL) {
+            /* the parameters that made the data, and the amplitudes they resolve to */
+            double amp[RB_SPECTRAL_MAX_PAIRS];
+            const int64_t na[1] = {c->rotary_dim / 2};
+            TRY(rb_spectral_amplitudes(&ds, amp, e, el));
+            snprintf(path, sizeof path, "%s/spectral/amplitudes", g);
+            TRY(rb_results_write_f64(r->res, path, 1, na, amp, 0, e, el));
+            snprintf(path, sizeof path, "%s/spectral", g);
+            TRY(rb_results_attr_str(r->res, path, "profile",
+                                    rb_spectral_profile_name(ds.profile), e, el));
+            TRY(rb_results_attr_f64(r->res, path, "coherence", ds.coherence, e, el));
+            TRY(rb_results_attr_f64(r->res, path, "magnitude_noise", RB_SPECTRAL_MAG_NOISE, e,
+                                    el));
+        }
+        if (kind == RB_DATA_FILE)
+            TRY(rb_results_attr_str(r->res, g, "dataset_file", c->file_path, e, el));
         if (r->dump) {
             /* the full pre-RoPE sequence, each rank its shard (q regenerated for probe) */
             float *qd = mode == RB_MODE_FULL ? qpre : NULL;

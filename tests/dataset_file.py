@@ -91,8 +91,30 @@ def run(argv):
     passed = failed = 0
     with h5py.File(path, "r") as src, h5py.File(results, "r") as res:
         for name, g in res["cases"].items():
+            if g.attrs["dataset"] in ("spectral", b"spectral"):
+                # the default [spectral] keys: profile low, a_j ~ exp(2 j / np) with
+                # sum a_j^2 = np, coherence 1 (docs/config.md)
+                np_ = int(g.attrs["rotary_dim"]) // 2
+                a = np.exp(2.0 * np.arange(np_) / np_)
+                a *= np.sqrt(np_ / np.sum(a * a))
+                sg = g.get("spectral")
+                ok = (sg is not None and sg.attrs.get("profile") in ("low", b"low")
+                      and float(sg.attrs.get("coherence", -1)) == 1.0
+                      and np.allclose(sg["amplitudes"][...], a, rtol=1e-12, atol=0))
+                if ok:
+                    passed += 1
+                else:
+                    print(f"FAIL: {name}: spectral parameters missing or wrong")
+                    failed += 1
+                continue
             if g.attrs["dataset"] not in ("file", b"file"):
                 continue
+            got_path = g.attrs.get("dataset_file")
+            if isinstance(got_path, bytes):
+                got_path = got_path.decode()
+            if got_path != path:
+                print(f"FAIL: {name}: dataset_file = {got_path!r}, expected {path!r}")
+                failed += 1
             heads, L = int(g.attrs["heads"]), int(g.attrs["seq_len"])
             for t in "qkv":
                 want = np.asarray(src[t][:heads, :L, :], dtype=np.float32)
