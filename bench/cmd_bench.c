@@ -19,6 +19,7 @@
 #define MAX_KERNELS 8
 #define MAX_THREADS 8
 #define MAX_ROWS 256
+#define MAX_SHAPES 4
 #define REP_BUDGET_S 10.0 /* without --reps: repetitions of a row stop at about this */
 
 static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
@@ -33,6 +34,10 @@ typedef struct {
     int n_threads;
     int threads[MAX_THREADS]; /* resolved counts */
     int all_threads;
+    int do_causal, do_probe, do_rope;  /* --only */
+    int n_dims, dims[MAX_SHAPES];      /* causal head_dims (--head-dims) */
+    int n_lens;
+    int64_t lens[MAX_SHAPES];          /* causal lengths (--lengths); 0 = the defaults */
 } bench_opts;
 
 typedef struct {
@@ -87,6 +92,10 @@ static void bench_usage(FILE *f)
             "      --kernels a,b      kernels to measure (ref, blas, avx512, avx512_bf16;\n"
             "                         default: every one built and supported here)\n"
             "      --threads LIST     thread counts, integers or 'all' (default 1,all)\n"
+            "      --only LIST        row kinds to measure: causal, probe, rope (default all)\n"
+            "      --head-dims LIST   causal head_dims, even, 2..512 (default 64,128)\n"
+            "      --lengths LIST     causal lengths L, 16..1048576 (default 4096,16384;\n"
+            "                         --quick: 1024,2048)\n"
             "  -h, --help, --version\n",
             REP_BUDGET_S);
 }
@@ -183,6 +192,59 @@ static int parse_threads(const char *s, bench_opts *o)
             return -1;
         }
         o->threads[o->n_threads++] = n;
+    }
+    return 0;
+}
+
+/* --only causal,probe,rope: the row kinds to measure, each known, at least one. */
+static int parse_only(const char *s, bench_opts *o)
+{
+    char buf[64];
+    if (strlen(s) >= sizeof buf || !*s) {
+        fprintf(stderr, "ropebench: bench: --only '%.40s': expected a list such as causal,probe\n", s);
+        return -1;
+    }
+    strcpy(buf, s);
+    o->do_causal = o->do_probe = o->do_rope = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "causal")) o->do_causal = 1;
+        else if (!strcmp(t, "probe")) o->do_probe = 1;
+        else if (!strcmp(t, "rope")) o->do_rope = 1;
+        else {
+            fprintf(stderr, "ropebench: bench: --only: unknown row kind '%s' (known: causal, "
+                            "probe, rope)\n", t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --head-dims / --lengths: up to MAX_SHAPES integers in [lo, hi] (head_dims even). */
+static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t hi, int even,
+                            int64_t *out, int *n)
+{
+    char buf[128];
+    if (strlen(s) >= sizeof buf || !*s) {
+        fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, s,
+                even ? "64,128" : "4096,16384");
+        return -1;
+    }
+    strcpy(buf, s);
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end = NULL;
+        errno = 0;
+        const long long x = strtoll(t, &end, 10);
+        if (errno || end == t || *end || x < lo || x > hi || (even && x % 2)) {
+            fprintf(stderr, "ropebench: bench: %s '%s': not %s integer in [%lld, %lld]\n", opt,
+                    t, even ? "an even" : "an", (long long)lo, (long long)hi);
+            return -1;
+        }
+        if (*n == MAX_SHAPES) {
+            fprintf(stderr, "ropebench: bench: %s: more than %d values\n", opt, MAX_SHAPES);
+            return -1;
+        }
+        out[(*n)++] = x;
     }
     return 0;
 }
@@ -508,22 +570,33 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
 
 static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 {
-    const int64_t Ls[2] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
+    int64_t Ls[MAX_SHAPES] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
+    int heads[MAX_SHAPES] = {64, 128};
+    int nL = 2, nH = 2;
     const int64_t n_keys = o->quick ? 65536 : 1048576, n_rope = n_keys;
     const int P = 128;
-    const int heads[2] = {64, 128};
+    if (o->n_lens) {
+        nL = o->n_lens;
+        memcpy(Ls, o->lens, sizeof Ls);
+    }
+    if (o->n_dims) {
+        nH = o->n_dims;
+        memcpy(heads, o->dims, sizeof heads);
+    }
+    if (!o->do_causal) nL = nH = 0;
     int rc = 0;
     float *q = NULL, *k = NULL, *v = NULL;
     int64_t *pos = NULL, *qpos = NULL;
     double *state = NULL, inv_freq[64];
     /* rows in order: causal, probe, rope */
-    int total = o->n_kernels * 2 * 2 * o->n_threads + o->n_kernels * o->n_threads + 2 * o->n_threads;
+    int total = o->n_kernels * nH * nL * o->n_threads +
+                (o->do_probe ? o->n_kernels * o->n_threads : 0) + (o->do_rope ? 2 * o->n_threads : 0);
     int idx = 0;
 
     /* causal tiles */
     for (int kk = 0; kk < o->n_kernels && !rc; kk++)
-        for (int hi = 0; hi < 2 && !rc; hi++)
-            for (int li = 0; li < 2 && !rc; li++) {
+        for (int hi = 0; hi < nH && !rc; hi++)
+            for (int li = 0; li < nL && !rc; li++) {
                 const int d = heads[hi];
                 const int64_t L = Ls[li];
                 q = malloc((size_t)L * d * sizeof *q);
@@ -558,7 +631,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
             }
 
     /* probe rows: P log-spaced queries against n_keys keys, head_dim 128 */
-    if (!rc && o->n_kernels > 0) {
+    if (!rc && o->n_kernels > 0 && o->do_probe) {
         const int d = 128;
         k = malloc((size_t)n_keys * d * sizeof *k);
         v = malloc((size_t)n_keys * d * sizeof *v);
@@ -600,7 +673,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     }
 
     /* RoPE application: the reference and the fast variant, n_rope rows of 128 */
-    if (!rc) {
+    if (!rc && o->do_rope) {
         const int d = 128;
         rb_rope_apply_fn fns[2] = {rb_rope_apply, NULL};
         const char *names[2] = {"ref", NULL};
@@ -652,19 +725,23 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 
 int rb_cmd_bench(int argc, char **argv)
 {
-    enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER };
+    enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER, O_ONLY, O_DIMS, O_LENS };
     static const struct option opts[] = {
         {"quick", no_argument, 0, O_QUICK},      {"json", required_argument, 0, O_JSON},
         {"output", required_argument, 0, 'o'},   {"reps", required_argument, 0, O_REPS},
         {"warmup", required_argument, 0, O_WARM}, {"kernels", required_argument, 0, O_KERN},
         {"threads", required_argument, 0, O_THR}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, O_VER},      {0, 0, 0, 0}};
+        {"version", no_argument, 0, O_VER},      {"only", required_argument, 0, O_ONLY},
+        {"head-dims", required_argument, 0, O_DIMS}, {"lengths", required_argument, 0, O_LENS},
+        {0, 0, 0, 0}};
     bench_opts o;
     memset(&o, 0, sizeof o);
     o.reps = 5;
     o.warmup = 1;
     o.all_threads = rb_kernels_threads();
     const char *kernels_arg = NULL, *threads_arg = NULL;
+    o.do_causal = o.do_probe = o.do_rope = 1;
+    int64_t dims64[MAX_SHAPES];
     int code = 0, opt, mpi_up = 0, warm_given = 0;
     FILE *jf = NULL;
     row_list rl = {NULL, 0, MAX_ROWS};
@@ -688,6 +765,22 @@ int rb_cmd_bench(int argc, char **argv)
             break;
         case O_KERN: kernels_arg = optarg; break;
         case O_THR: threads_arg = optarg; break;
+        case O_ONLY:
+            if (parse_only(optarg, &o)) { code = RB_EXIT_USAGE; goto cleanup; }
+            break;
+        case O_DIMS:
+            if (parse_shape_list("--head-dims", optarg, 2, 512, 1, dims64, &o.n_dims)) {
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            for (int i = 0; i < o.n_dims; i++) o.dims[i] = (int)dims64[i];
+            break;
+        case O_LENS:
+            if (parse_shape_list("--lengths", optarg, 16, 1048576, 0, o.lens, &o.n_lens)) {
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            break;
         case 'h': bench_usage(stdout); goto cleanup;
         case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
         case ':':

@@ -35,6 +35,11 @@ rb_bench_error(threads_text "--threads 'some': not a positive integer" ${B} --th
 rb_bench_error(unknown_option "unknown option '--fast'" ${B} --fast)
 rb_bench_error(missing_value "option --json needs a value" ${B} --json)
 rb_bench_error(extra_arg "unexpected argument 'extra'" ${B} extra)
+rb_bench_error(only_unknown "--only: unknown row kind 'fast'" ${B} --only causal,fast)
+rb_bench_error(head_dim_odd "--head-dims '65': not an even integer in \\[2, 512\\]" ${B} --head-dims 64,65)
+rb_bench_error(head_dim_many "--head-dims: more than 4 values" ${B} --head-dims 2,4,6,8,10)
+rb_bench_error(length_small "--lengths '8': not an integer in \\[16, 1048576\\]" ${B} --lengths 8)
+rb_bench_error(length_text "--lengths 'long': not an integer" ${B} --lengths long)
 rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
   ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
 rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"

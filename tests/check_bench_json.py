@@ -113,6 +113,19 @@ def drive(exe, work, launcher):
         check_tiles(float(m.group(1)), float(pk.group(1)), "table header")
     with open(js) as f:
         check(json.load(f), kernels)
+    # a subset: one kind, one shape, one kernel, one thread count -> exactly one row
+    sub = os.path.join(work, "bench_subset.json")
+    run([exe, "bench", "--quick", "--only", "causal", "--head-dims", "32", "--lengths", "300",
+         "--kernels", "ref", "--threads", "1", "--json", sub])
+    with open(sub) as f:
+        rows = json.load(f)
+    want = [("ref", "causal", 32, 300, 1)]
+    got = [(r["kernel"], r["bench"], r["head_dim"], r["seq_len"], r["threads"]) for r in rows]
+    if got != want:
+        raise SystemExit(f"FAIL bench --only/--head-dims/--lengths: rows {got}, expected {want}")
+    r = rows[0]
+    if abs(r["gflops"] - 2.0 * 300 * 300 * 32 / r["median_s"] * 1e-9) > 1e-6 * r["gflops"]:
+        raise SystemExit(f"FAIL subset row: gflops {r['gflops']} does not match 2 L^2 d / t")
     fresh = os.path.join(work, "bench_new.h5")
     if os.path.exists(fresh):
         os.remove(fresh)
