@@ -114,15 +114,25 @@ static int parse_count(const char *opt, const char *s, int allow_zero, int *v)
     return 0;
 }
 
+/* list_copy: copy the comma list s of option opt into buf (n bytes) for strtok_r; an
+ * empty or too long list is one line naming the option and an example, and -1. */
+static int list_copy(const char *opt, const char *s, char *buf, size_t n, const char *example)
+{
+    if (strlen(s) >= n || !*s) {
+        fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, s,
+                example);
+        return -1;
+    }
+    strcpy(buf, s);
+    return 0;
+}
+
 /* --kernels a,b: every name known, built and supported; listed once each. */
 static int parse_kernels(const char *s, bench_opts *o)
 {
     char buf[256], err[256];
-    if (strlen(s) >= sizeof buf || !*s) {
-        fprintf(stderr, "ropebench: bench: --kernels '%.40s': expected a list such as ref,avx512\n", s);
+    if (list_copy("--kernels", s, buf, sizeof buf, "ref,avx512"))
         return -1;
-    }
-    strcpy(buf, s);
     o->n_kernels = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int known = 0;
@@ -168,11 +178,8 @@ static void default_kernels(bench_opts *o, char *missing, size_t len)
 static int parse_threads(const char *s, bench_opts *o)
 {
     char buf[128];
-    if (strlen(s) >= sizeof buf || !*s) {
-        fprintf(stderr, "ropebench: bench: --threads '%.40s': expected a list such as 1,all\n", s);
+    if (list_copy("--threads", s, buf, sizeof buf, "1,all"))
         return -1;
-    }
-    strcpy(buf, s);
     o->n_threads = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int n;
@@ -200,11 +207,8 @@ static int parse_threads(const char *s, bench_opts *o)
 static int parse_only(const char *s, bench_opts *o)
 {
     char buf[64];
-    if (strlen(s) >= sizeof buf || !*s) {
-        fprintf(stderr, "ropebench: bench: --only '%.40s': expected a list such as causal,probe\n", s);
+    if (list_copy("--only", s, buf, sizeof buf, "causal,probe"))
         return -1;
-    }
-    strcpy(buf, s);
     o->do_causal = o->do_probe = o->do_rope = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "causal")) o->do_causal = 1;
@@ -224,12 +228,8 @@ static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t 
                             int64_t *out, int *n)
 {
     char buf[128];
-    if (strlen(s) >= sizeof buf || !*s) {
-        fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, s,
-                even ? "64,128" : "4096,16384");
+    if (list_copy(opt, s, buf, sizeof buf, even ? "64,128" : "4096,16384"))
         return -1;
-    }
-    strcpy(buf, s);
     *n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
