@@ -345,6 +345,31 @@ static void metrics_case(int ci)
 
 /* The AVX-512 build of the kernel (chosen when the CPU allows) and the portable one
  * (ROPEBENCH_ISA=ref) give bit-identical accumulators. */
+/* pm_over: point pm's accumulators into one array a laid out as [count, sum_s, sum_s2,
+ * share_den][B], share_num[B][np], then row_min_s, row_max_abs_s, row_count [nq_total]
+ * each and rho_sum[np]; the row arrays start at row r0 (for calls over a row subset). */
+static void pm_over(rb_probe_metrics *pm, double *a, int B, int d, rb_rope_layout layout,
+                    const int64_t *edges, int64_t nq_total, int64_t r0)
+{
+    const int np = d / 2;
+    double *rows = a + (size_t)B * (4 + (size_t)np);
+    memset(pm, 0, sizeof *pm);
+    pm->d = d;
+    pm->rotary_dim = d;
+    pm->layout = layout;
+    pm->nbins = B;
+    pm->edges = edges;
+    pm->count = a;
+    pm->sum_s = a + B;
+    pm->sum_s2 = a + 2 * B;
+    pm->share_den = a + 3 * B;
+    pm->share_num = a + 4 * B;
+    pm->row_min_s = rows + r0;
+    pm->row_max_abs_s = rows + nq_total + r0;
+    pm->row_count = rows + 2 * nq_total + r0;
+    pm->rho_sum = rows + 3 * nq_total;
+}
+
 static void isa_identity_case(int ci)
 {
     const int d = 8 * (int)rng_int(1, 16), np = d / 2, nbins = 12;
@@ -370,21 +395,8 @@ static void isa_identity_case(int ci)
     for (int v = 0; v < 2; v++) {
         acc[v] = calloc(len, sizeof(double));
         double *a = acc[v];
-        rb_probe_metrics pm = {0};
-        pm.d = d;
-        pm.rotary_dim = d;
-        pm.layout = layout;
-        pm.nbins = B;
-        pm.edges = edges;
-        pm.count = a;
-        pm.sum_s = a + B;
-        pm.sum_s2 = a + 2 * B;
-        pm.share_den = a + 3 * B;
-        pm.share_num = a + 4 * B;
-        pm.row_min_s = a + B * (4 + np);
-        pm.row_max_abs_s = pm.row_min_s + nq;
-        pm.row_count = pm.row_max_abs_s + nq;
-        pm.rho_sum = pm.row_count + nq;
+        rb_probe_metrics pm;
+        pm_over(&pm, a, B, d, layout, edges, nq, 0);
         for (int64_t m = 0; m < nq; m++)
             pm.row_min_s[m] = INFINITY;
         if (v == 1)
@@ -480,6 +492,69 @@ static void fp32_rotation_case(int ci)
     }
     free(x);
     free(y);
+}
+
+/* Many rows of a wide head (nq * rotary_dim above 4M): the accumulator then flushes its
+ * runs per key block instead of keeping a run and a W per row. Its sums must equal those
+ * of the per-row path, which it takes for each of a few row subsets whose accumulators
+ * are then added up (every field is a sum, a min or a max over rows): within 1e-9
+ * relative (the share sums cancel, so their roundings differ by ~1e-12 of them). */
+static void many_rows_case(void)
+{
+    const int d = 256, np = d / 2, nbins = 10;
+    const int64_t nq = 16400, nk = 40;
+    float *q = malloc(sizeof(float) * nq * d), *k = malloc(sizeof(float) * nk * d);
+    int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
+    double *lse = malloc(sizeof(double) * nq);
+    for (int64_t i = 0; i < nq * d; i++)
+        q[i] = 0.2f * rng_gauss();
+    for (int64_t i = 0; i < nk * d; i++)
+        k[i] = 0.2f * rng_gauss();
+    for (int64_t n = 0; n < nk; n++)
+        kp[n] = 3 * n;
+    for (int64_t m = 0; m < nq; m++) {
+        qp[m] = rng_int(0, 3 * nk + 4);
+        lse[m] = 4.0 + rng_unif();
+    }
+    int64_t edges[16];
+    const int B = make_edges(3 * nk + 5, nbins, edges);
+    const size_t len = (size_t)B * (4 + np) + 3 * (size_t)nq + np;
+    double *acc[2];
+    const int64_t chunk = 4000;
+    for (int v = 0; v < 2; v++) {
+        double *a = acc[v] = calloc(len, sizeof(double));
+        for (int64_t m = 0; m < nq; m++)
+            a[B * (4 + np) + m] = INFINITY;
+        for (int64_t r0 = 0; r0 < nq; r0 += v ? chunk : nq) {
+            const int64_t n = v ? (nq - r0 < chunk ? nq - r0 : chunk) : nq;
+            rb_probe_metrics pm;
+            pm_over(&pm, a, B, d, RB_LAYOUT_NEOX, edges, nq, r0);
+            char err[256] = "";
+            const int rc = rb_probe_metrics_accumulate(q + r0 * d, qp + r0, lse + r0, n, k, kp,
+                                                       nk, 0.09, &pm, err, sizeof err);
+            check(rc == RB_OK, "many rows: accumulate failed: %s", err);
+        }
+    }
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < len; i++) {
+        const double x = acc[0][i], y = acc[1][i];
+        const double e = x == y ? 0 : fabs(x - y) / fmax(fmax(fabs(x), fabs(y)), 1e-300);
+        if (e > worst) {
+            worst = e;
+            at = i;
+        }
+    }
+    check(worst <= 1e-9, "many rows (%lld x d=%d, per-block runs) vs row subsets (per-row "
+          "runs): field %zu differs by %.3g relative (%.17g vs %.17g)", (long long)nq, d, at,
+          worst, acc[0][at], acc[1][at]);
+    free(acc[0]);
+    free(acc[1]);
+    free(q);
+    free(k);
+    free(qp);
+    free(kp);
+    free(lse);
 }
 
 /* The dispatched fp32-phase RoPE (the AVX-512 build where the CPU has it) against the
@@ -591,6 +666,7 @@ int main(void)
     for (int ci = 0; ci < 30; ci++)
         isa_identity_case(ci);
     metrics_errors();
+    many_rows_case();
     for (int ci = 0; ci < 200; ci++)
         fp32_rotation_case(ci);
     int64_t same = 0, total = 0;

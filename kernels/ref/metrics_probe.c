@@ -32,8 +32,13 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * score here is bit-identical to the reference tile's (and to a caller's needle_s
  * computed the same way). The weighted key sums W += p k of the share are applied up
  * to 4 keys at a time, ((W + p0 k0) + p1 k1) + ..., in key order (one load and store
- * of W per 4 keys, the same rounding as one key at a time). */
-#define KB 32
+ * of W per 4 keys, the same rounding as one key at a time). Each row's run (its sums
+ * in the current distance bin, and its W) lives across the blocks of a thread, since
+ * a row meets its keys in block order and changes bin rarely; it is flushed into the
+ * bin when the bin changes and after the last block (with nq * rotary_dim above 4M,
+ * which would make W large, every block flushes its runs instead). */
+#define KB 16 /* kd and kT take 2 x 16 KiB at d = 128, so they stay in L1 beside W and
+                  * the row while every row passes over them (32 keys: 10-16 % slower) */
 #ifdef RB_METRICS_PROBE_AVX512
 #define KC 8 /* 4 accumulators of one zmm each */
 #else
@@ -47,6 +52,17 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * < 1e-30 * scale * sum over the skipped pairs of rho_j, in absolute terms. */
 #define SHARE_LOG_FLOOR (-69.07755278982137) /* log(1e-30) */
 
+/* A run of keys of one row in one bin: its sums, added to the thread's bin b. */
+typedef struct {
+    int b;
+    int64_t lo, hi; /* distance window of bin b */
+    double cnt, ss, ss2, den;
+    int wdirty;
+    int npend;     /* keys waiting for W += p k */
+    double pp[4];  /* their p */
+    const double *pk[4]; /* their rows in kd */
+} run_acc;
+
 /* Per-thread accumulators and scratch: one slice of a single allocation. */
 typedef struct {
     double *count, *sum_s, *sum_s2, *den, *num; /* [nbins], [nbins * np] */
@@ -54,6 +70,8 @@ typedef struct {
     double *above;                              /* [n_needles] */
     double *rho;                                /* [np] */
     double *kd, *kT, *sc, *W;                   /* [KB*d], [d*KB], [KB], [d] */
+    run_acc *runs;                              /* [nq] when c->persist */
+    double *Wr;                                 /* [nq * rot] when c->persist */
 } thread_acc;
 
 /* Everything the block loop reads, shared by the threads. */
@@ -73,6 +91,7 @@ typedef struct {
     const int64_t *nidx;
     const int *pa, *pb;    /* the two dims of pair j */
     int share, rho;        /* accumulate the share / rho_sum */
+    int persist;           /* runs and W kept per row across blocks (else per block) */
 } shared_ctx;
 
 /* First index r in sorted a[0..n) with a[r] >= x (n if none). */
@@ -132,15 +151,6 @@ static void block_scores(const double *q, const double *kT, int d, double scale,
     }
 }
 
-/* A run of keys of one row in one bin: its sums, added to the thread's bin b. */
-typedef struct {
-    int b;
-    double cnt, ss, ss2, den;
-    int wdirty;
-    int npend;     /* keys waiting for W += p k */
-    double pp[4];  /* their p */
-    const double *pk[4]; /* their rows in kd */
-} run_acc;
 
 /* W[0..rot) += p_i k_i for the pending keys, in order. */
 static void run_apply(run_acc *r, double *restrict W, int rot)
@@ -174,7 +184,8 @@ static void run_apply(run_acc *r, double *restrict W, int rot)
     r->npend = 0;
 }
 
-static void run_flush(run_acc *r, const shared_ctx *c, const double *q, thread_acc *t)
+static void run_flush(run_acc *r, const shared_ctx *c, const double *q, double *W,
+                      thread_acc *t)
 {
     if (r->b < 0)
         return;
@@ -184,14 +195,14 @@ static void run_flush(run_acc *r, const shared_ctx *c, const double *q, thread_a
     t->sum_s2[b] += r->ss2;
     if (c->share) {
         t->den[b] += r->den;
-        run_apply(r, t->W, c->rot);
+        run_apply(r, W, c->rot);
         if (r->wdirty) {
             double *num = t->num + (size_t)b * (size_t)c->np;
             for (int j = 0; j < c->np; j++) {
                 const int ia = c->pa[j], ib = c->pb[j];
-                num[j] += c->scale * (q[ia] * t->W[ia] + q[ib] * t->W[ib]);
+                num[j] += c->scale * (q[ia] * W[ia] + q[ib] * W[ib]);
             }
-            memset(t->W, 0, sizeof(double) * (size_t)c->rot);
+            memset(W, 0, sizeof(double) * (size_t)c->rot);
         }
     }
     r->b = -1;
@@ -251,12 +262,15 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         }
     }
 
-    run_acc run = {.b = -1};
-    int64_t lo = 0, hi = 0; /* distance window of run.b */
+    run_acc local = {.b = -1};
     for (int64_t r = lower_bound(c->spos, c->nq, kmin); r < c->nq; r++) {
         const int64_t row = c->order[r];
         const int64_t qp = c->spos[r];
         const double *q = c->qd + (size_t)row * (size_t)d;
+        /* the row's run: kept across blocks (its keys come in block order, so its bin
+         * changes rarely) or, without the per-row arrays, this block's */
+        run_acc *run = c->persist ? &t->runs[row] : &local;
+        double *W = c->persist ? t->Wr + (size_t)row * (size_t)rot : t->W;
         const double lse = c->lse[row];
         const int share = c->share && isfinite(lse);
         const int all = qp >= kmax;
@@ -268,15 +282,15 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                 continue;
             const double s = t->sc[n];
             const int64_t dist = qp - kp[n];
-            if (run.b < 0 || dist < lo || dist >= hi) {
-                run_flush(&run, c, q, t);
-                run.b = bin_of(m->edges, m->nbins, dist);
-                lo = run.b == 0 ? INT64_MIN : m->edges[run.b];
-                hi = run.b == m->nbins - 1 ? INT64_MAX : m->edges[run.b + 1];
+            if (run->b < 0 || dist < run->lo || dist >= run->hi) {
+                run_flush(run, c, q, W, t);
+                run->b = bin_of(m->edges, m->nbins, dist);
+                run->lo = run->b == 0 ? INT64_MIN : m->edges[run->b];
+                run->hi = run->b == m->nbins - 1 ? INT64_MAX : m->edges[run->b + 1];
             }
-            run.cnt += 1.0;
-            run.ss += s;
-            run.ss2 += s * s;
+            run->cnt += 1.0;
+            run->ss += s;
+            run->ss2 += s * s;
             rcnt += 1.0;
             if (s < rmin)
                 rmin = s;
@@ -285,12 +299,12 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
             if (share && s - lse >= SHARE_LOG_FLOOR) {
                 const double p = exp(s - lse);
                 const double *kr = t->kd + (size_t)n * d;
-                run.den += p;
-                run.pp[run.npend] = p;
-                run.pk[run.npend] = kr;
-                if (++run.npend == 4)
-                    run_apply(&run, t->W, rot);
-                run.wdirty = 1;
+                run->den += p;
+                run->pp[run->npend] = p;
+                run->pk[run->npend] = kr;
+                if (++run->npend == 4)
+                    run_apply(run, W, rot);
+                run->wdirty = 1;
             }
             for (int64_t e = ns0; e < ns1; e++) {
                 const int64_t ni = c->nidx[e];
@@ -298,7 +312,11 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                     t->above[ni] += 1.0;
             }
         }
-        run_flush(&run, c, q, t);
+        /* keys still pending point into this block's kd: apply them now */
+        if (c->persist)
+            run_apply(run, W, rot);
+        else
+            run_flush(run, c, q, W, t);
         t->rmin[row] = rmin;
         t->rmax[row] = rmax;
         t->rcnt[row] += rcnt;
@@ -380,7 +398,12 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
     double *tb = malloc(sizeof(double) * per_thread * (size_t)T);
     thread_acc *ta = malloc(sizeof(thread_acc) * (size_t)T);
     pos_idx *ps = malloc(sizeof(pos_idx) * nqz);
-    if (!pab || !ib || !qd || !tb || !ta || !ps) {
+    /* per-row runs (and their W) kept across blocks, unless that is more than 32 MiB
+     * of W per thread (many rows of a wide head): then each block flushes its runs */
+    const int persist = nqz * (size_t)rot <= ((size_t)4 << 20);
+    run_acc *runs = persist ? malloc(sizeof(run_acc) * nqz * (size_t)T) : NULL;
+    double *wr = persist ? calloc(nqz * (size_t)rot * (size_t)T + 1, sizeof(double)) : NULL;
+    if (!pab || !ib || !qd || !tb || !ta || !ps || (persist && (!runs || !wr))) {
         rc = rb_errf(err, errlen, RB_ENOMEM, "probe metrics: out of memory (%d threads)",
                      T);
         goto cleanup;
@@ -399,6 +422,7 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
     c.rot = rot;
     c.scale = scale;
     c.share = m->share_num != NULL;
+    c.persist = persist;
     c.rho = m->rho_sum != NULL && np > 0;
     int *pa = pab, *pb = pab + (np > 0 ? np : 1);
     for (int j = 0; j < np; j++) {
@@ -466,6 +490,10 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
         a->sc = p; p += KB;
         a->W = p;
         memset(tb + (size_t)t * per_thread, 0, sizeof(double) * per_thread);
+        a->runs = persist ? runs + nqz * (size_t)t : NULL;
+        a->Wr = persist ? wr + nqz * (size_t)rot * (size_t)t : NULL;
+        for (size_t r = 0; persist && r < nqz; r++)
+            a->runs[r] = (run_acc){.b = -1};
         for (size_t r = 0; r < nqz; r++)
             a->rmin[r] = INFINITY;
     }
@@ -493,6 +521,10 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
                 }
                 do_block(&c, &ta[tid], n0, nb);
             }
+            /* close every row's last run */
+            for (int64_t row = 0; c.persist && row < nq; row++)
+                run_flush(&ta[tid].runs[row], &c, qd + (size_t)row * (size_t)d,
+                          ta[tid].Wr + (size_t)row * (size_t)rot, &ta[tid]);
         }
     }
 
@@ -530,6 +562,8 @@ cleanup:
     free(qd);
     free(tb);
     free(ta);
+    free(runs);
+    free(wr);
     free(ps);
     return rc;
 }
