@@ -11,6 +11,7 @@
  *                 alone moves H by ~4e-2): out 2e-2 vmax, H 1e-2 (the contract).
  * A row without visible keys must stay exactly the empty state; no NaN anywhere. */
 #include "rb_kernels.h"
+#include "rb_test.h"
 #include "avx512/rb_avx512.h"
 #include "blas/rb_blas.h"
 
@@ -20,43 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int n_pass, n_fail, n_printed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_printed++ >= 40)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("FAIL: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) * 0x1p-53; }
-static double rng_normal(void)
-{
-    double u1 = rng_unit(), u2 = rng_unit();
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
-}
 
 /* round to bf16 (nearest even), as the kernel packs */
 static float bf16_round(float x)

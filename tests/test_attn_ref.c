@@ -19,6 +19,7 @@
  * Also here: kernel dispatch (rb_kernels_select picks this tile; cpuid flags agree
  * with /proc/cpuinfo where it exists). */
 #include "rb_kernels.h"
+#include "rb_test.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,43 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_pass, n_fail, n_printed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_printed++ >= 60)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("FAIL: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
-
-static uint64_t rng_state;
-static uint64_t rng_u64(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) * 0x1p-53; }
-static int rng_int(int n) { return (int)(rng_u64() % (uint64_t)n); }
-static double rng_normal(void)
-{
-    double u1 = rng_unit(), u2 = rng_unit();
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
-}
+/* uniform integer in [0, n) */
+static int rng_below(int n) { return (int)rng_int(0, n - 1); }
 
 enum { REG_NORMAL, REG_OFFSET_POS, REG_OFFSET_NEG, REG_SPREAD, REG_EQUAL, REG_COUNT };
 static const char *reg_name[] = {"normal", "offset+1e4", "offset-1e4", "spread1e4",
@@ -221,11 +187,11 @@ static void gen_case(tcase *c)
     static const int nqs[] = {1, 1, 2, 3, 7, 16, 33};
     static const int nks[] = {1, 1, 2, 5, 17, 64, 150};
     rng_state = c->seed;
-    c->d = ds[rng_int(8)];
-    c->nq = nqs[rng_int(7)];
-    c->nk = nks[rng_int(7)];
-    c->reg = rng_int(REG_COUNT);
-    c->posmode = rng_int(POS_COUNT);
+    c->d = ds[rng_below(8)];
+    c->nq = nqs[rng_below(7)];
+    c->nk = nks[rng_below(7)];
+    c->reg = rng_below(REG_COUNT);
+    c->posmode = rng_below(POS_COUNT);
     const int d = c->d, nq = c->nq, nk = c->nk;
     c->q = malloc((size_t)nq * d * sizeof(float));
     c->k = malloc((size_t)nk * d * sizeof(float));
@@ -273,11 +239,11 @@ static void gen_case(tcase *c)
         c->scale = 1e4 / sqrt((double)d);
 
     /* positions: unsorted, gapped, possibly negative */
-    int64_t base = (int64_t)rng_int(3) * 1000000 - 1000;
+    int64_t base = (int64_t)rng_below(3) * 1000000 - 1000;
     for (int i = 0; i < nk; i++)
-        c->k_pos[i] = base + rng_int(c->posmode == POS_DUP ? 8 : 1000);
+        c->k_pos[i] = base + rng_below(c->posmode == POS_DUP ? 8 : 1000);
     for (int m = 0; m < nq; m++)
-        c->q_pos[m] = base + rng_int(c->posmode == POS_DUP ? 8 : 1000);
+        c->q_pos[m] = base + rng_below(c->posmode == POS_DUP ? 8 : 1000);
     int64_t kmin = c->k_pos[0], kmax = c->k_pos[0];
     for (int i = 1; i < nk; i++) {
         kmin = c->k_pos[i] < kmin ? c->k_pos[i] : kmin;
@@ -285,13 +251,13 @@ static void gen_case(tcase *c)
     }
     if (c->posmode == POS_VISIBLE)
         for (int m = 0; m < nq; m++)
-            c->q_pos[m] = kmax + rng_int(3) * rng_int(500);
+            c->q_pos[m] = kmax + rng_below(3) * rng_below(500);
     else if (c->posmode == POS_MASKED)
         for (int m = 0; m < nq; m++)
-            c->q_pos[m] = kmin - 1 - rng_int(500);
+            c->q_pos[m] = kmin - 1 - rng_below(500);
     else if (c->posmode == POS_NOKEY_ROWS)
         for (int m = 0; m < nq; m += 2)
-            c->q_pos[m] = kmin - 1 - rng_int(10);
+            c->q_pos[m] = kmin - 1 - rng_below(10);
     direct_reference(c);
 }
 
@@ -342,7 +308,7 @@ static void test_case(tcase *c)
     compare_state(c, st, "single tile");
 
     /* 2. the rows in two blocks (state offsets) */
-    int a = nq > 1 ? 1 + rng_int(nq - 1) : nq;
+    int a = nq > 1 ? 1 + rng_below(nq - 1) : nq;
     rb_state_init(st, nq, d);
     run_tile(c, c->q, c->q_pos, a, &all, st, "row block 1");
     if (a < nq)
@@ -351,7 +317,7 @@ static void test_case(tcase *c)
     compare_state(c, st, "rows split in two blocks");
 
     /* 3. keys split in P random pieces */
-    int P = 2 + rng_int(4);
+    int P = 2 + rng_below(4);
     piece pcs[5];
     int *owner = malloc((size_t)nk * sizeof *owner);
     for (int p = 0; p < P; p++) {
@@ -361,7 +327,7 @@ static void test_case(tcase *c)
         pcs[p].pos = malloc((size_t)nk * sizeof(int64_t) + 1);
     }
     for (int i = 0; i < nk; i++) {
-        int p = rng_int(P);
+        int p = rng_below(P);
         owner[i] = p;
         piece *pc = &pcs[p];
         memcpy(pc->k + (size_t)pc->n * d, c->k + (size_t)i * d, (size_t)d * sizeof(float));
@@ -373,7 +339,7 @@ static void test_case(tcase *c)
     for (int p = 0; p < P; p++)
         order[p] = p;
     for (int p = P - 1; p > 0; p--) {
-        int j = rng_int(p + 1), t = order[p];
+        int j = rng_below(p + 1), t = order[p];
         order[p] = order[j];
         order[j] = t;
     }
@@ -429,7 +395,7 @@ static void test_case(tcase *c)
             qmax = c->q_pos[m] > qmax ? c->q_pos[m] : qmax;
         int64_t *late = malloc((size_t)nk * sizeof *late);
         for (int i = 0; i < nk; i++)
-            late[i] = qmax + 1 + rng_int(100);
+            late[i] = qmax + 1 + rng_below(100);
         piece lp = {nk, c->k, c->v, late};
         memcpy(tmp, st, ssz * sizeof *st);
         run_tile(c, c->q, c->q_pos, nq, &lp, tmp, "fully masked tile");

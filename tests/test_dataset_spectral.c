@@ -10,22 +10,7 @@
 #include "rb_datasets.h"
 #include "rb_kernels.h"
 #include "rb_mpi.h"
-
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf(ok ? "ok: " : "FAIL: ");
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-}
+#include "rb_test.h"
 
 static const double PI = 3.14159265358979323846;
 

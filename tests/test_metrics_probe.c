@@ -15,6 +15,7 @@
  * vector obeys |err| <= 2.5 * 2^-24 * pos * inv_freq + 1e-6 and grows with position
  * (max over pairs at 1M printed). */
 #include "rb_kernels.h"
+#include "rb_test.h"
 
 #include <complex.h>
 #include <math.h>
@@ -24,41 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_pass, n_fail, n_printed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_printed++ < 40) {
-        va_list ap;
-        va_start(ap, fmt);
-        printf("FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
-        va_end(ap);
-    }
-}
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_u64(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unif(void) { return (double)(rng_u64() >> 11) * 0x1.0p-53; }
-static int64_t rng_int(int64_t lo, int64_t hi) { return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1)); }
-static float rng_gauss(void)
-{
-    double u = rng_unif(), v = rng_unif();
-    return (float)(sqrt(-2.0 * log(u + 1e-300)) * cos(2 * M_PI * v));
-}
 
 /* The score as the reference tile forms it (what a caller would use for needle_s). */
 static double score_tile(const float *q, const float *k, int d, double scale)
@@ -107,14 +73,14 @@ static void metrics_case(int ci)
 {
     const int d = (int)rng_int(2, 32) * 4 - (int)rng_int(0, 1) * 2; /* 6..128, even */
     const int dd = d < 8 ? 8 : d;
-    const int rot = (rng_unif() < 0.5) ? dd : 2 * (int)rng_int(1, dd / 2);
-    const rb_rope_layout layout = rng_unif() < 0.5 ? RB_LAYOUT_NEOX : RB_LAYOUT_GPTJ;
+    const int rot = (rng_unit() < 0.5) ? dd : 2 * (int)rng_int(1, dd / 2);
+    const rb_rope_layout layout = rng_unit() < 0.5 ? RB_LAYOUT_NEOX : RB_LAYOUT_GPTJ;
     const int np = rot / 2;
     const int64_t nq = rng_int(1, 24), nk = rng_int(1, 260);
     const int threads = (int)rng_int(1, 2);
     const int ncalls = (int)rng_int(1, 3);
-    const int with_share = rng_unif() < 0.85, with_rho = rng_unif() < 0.85;
-    const double scale = rng_unif() < 0.25 ? 3.0 + 4 * rng_unif() : 1.0 / sqrt((double)dd);
+    const int with_share = rng_unit() < 0.85, with_rho = rng_unit() < 0.85;
+    const double scale = rng_unit() < 0.25 ? 3.0 + 4 * rng_unit() : 1.0 / sqrt((double)dd);
     const int64_t span = rng_int(4, 5000);
     char P[256];
     snprintf(P, sizeof P, "case %d: d=%d rot=%d %s nq=%lld nk=%lld threads=%d calls=%d "
@@ -126,9 +92,9 @@ static void metrics_case(int ci)
     int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
     double *lse = malloc(sizeof(double) * nq);
     for (int64_t i = 0; i < nq * dd; i++)
-        q[i] = rng_gauss();
+        q[i] = (float)rng_normal();
     for (int64_t i = 0; i < nk * dd; i++)
-        k[i] = rng_gauss();
+        k[i] = (float)rng_normal();
     /* keys: contiguous, shuffled or gapped; rows anywhere (some before every key) */
     const int kmode = (int)rng_int(0, 2);
     const int64_t k0 = rng_int(0, span / 4);
@@ -379,14 +345,14 @@ static void isa_identity_case(int ci)
     int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
     double *lse = malloc(sizeof(double) * nq);
     for (int64_t i = 0; i < nq * d; i++)
-        q[i] = rng_gauss();
+        q[i] = (float)rng_normal();
     for (int64_t i = 0; i < nk * d; i++)
-        k[i] = rng_gauss();
+        k[i] = (float)rng_normal();
     for (int64_t n = 0; n < nk; n++)
         kp[n] = n;
     for (int64_t m = 0; m < nq; m++) {
         qp[m] = rng_int(0, nk + 5);
-        lse[m] = 2.0 + rng_unif() * 8.0;
+        lse[m] = 2.0 + rng_unit() * 8.0;
     }
     int64_t edges[40];
     const int B = make_edges(nk + 6, nbins, edges);
@@ -453,22 +419,22 @@ static void metrics_errors(void)
 static void fp32_rotation_case(int ci)
 {
     const int d = 2 * (int)rng_int(2, 64);
-    const int rot = rng_unif() < 0.5 ? d : 2 * (int)rng_int(1, d / 2);
-    const rb_rope_layout layout = rng_unif() < 0.5 ? RB_LAYOUT_NEOX : RB_LAYOUT_GPTJ;
-    const double af = rng_unif() < 0.5 ? 1.0 : 0.5 + rng_unif();
+    const int rot = rng_unit() < 0.5 ? d : 2 * (int)rng_int(1, d / 2);
+    const rb_rope_layout layout = rng_unit() < 0.5 ? RB_LAYOUT_NEOX : RB_LAYOUT_GPTJ;
+    const double af = rng_unit() < 0.5 ? 1.0 : 0.5 + rng_unit();
     const int64_t n = rng_int(1, 8);
     const size_t stride = (size_t)d + (size_t)rng_int(0, 3);
     const int half = rot / 2;
-    double base = 500.0 + 20000.0 * rng_unif();
+    double base = 500.0 + 20000.0 * rng_unit();
     double inv[64];
     for (int j = 0; j < half; j++)
         inv[j] = pow(base, -2.0 * j / rot);
     float *x = malloc(sizeof(float) * n * stride), *y = malloc(sizeof(float) * n * stride);
     int64_t pos[8];
     for (int64_t r = 0; r < n; r++) {
-        pos[r] = rng_unif() < 0.5 ? rng_int(-100, 5000) : rng_int(0, 1 << 22);
+        pos[r] = rng_unit() < 0.5 ? rng_int(-100, 5000) : rng_int(0, 1 << 22);
         for (size_t i = 0; i < stride; i++)
-            x[r * stride + i] = rng_gauss();
+            x[r * stride + i] = (float)rng_normal();
     }
     memcpy(y, x, sizeof(float) * n * stride);
     rb_rope_apply_fp32phase(y, n, stride, pos, inv, d, rot, layout, af);
@@ -507,14 +473,14 @@ static void many_rows_case(void)
     int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
     double *lse = malloc(sizeof(double) * nq);
     for (int64_t i = 0; i < nq * d; i++)
-        q[i] = 0.2f * rng_gauss();
+        q[i] = 0.2f * (float)rng_normal();
     for (int64_t i = 0; i < nk * d; i++)
-        k[i] = 0.2f * rng_gauss();
+        k[i] = 0.2f * (float)rng_normal();
     for (int64_t n = 0; n < nk; n++)
         kp[n] = 3 * n;
     for (int64_t m = 0; m < nq; m++) {
         qp[m] = rng_int(0, 3 * nk + 4);
-        lse[m] = 4.0 + rng_unif();
+        lse[m] = 4.0 + rng_unit();
     }
     int64_t edges[16];
     const int B = make_edges(3 * nk + 5, nbins, edges);
@@ -563,12 +529,12 @@ static void many_rows_case(void)
 static void fp32_isa_case(int ci, int64_t *same, int64_t *total)
 {
     const int d = 2 * (int)rng_int(1, 128);
-    const int rot = rng_unif() < 0.6 ? d : 2 * (int)rng_int(1, d / 2);
+    const int rot = rng_unit() < 0.6 ? d : 2 * (int)rng_int(1, d / 2);
     const rb_rope_layout layout = ci % 4 == 3 ? RB_LAYOUT_GPTJ : RB_LAYOUT_NEOX;
-    const double af = rng_unif() < 0.5 ? 1.0 : 0.5 + rng_unif();
+    const double af = rng_unit() < 0.5 ? 1.0 : 0.5 + rng_unit();
     const int64_t n = rng_int(1, 40);
     const size_t stride = (size_t)d + (size_t)rng_int(0, 5);
-    const double base = ci % 5 == 0 ? 500000.0 : 10000.0 * (0.1 + rng_unif());
+    const double base = ci % 5 == 0 ? 500000.0 : 10000.0 * (0.1 + rng_unit());
     double inv[256];
     for (int j = 0; j < rot / 2; j++)
         inv[j] = pow(base, -2.0 * j / rot) / (ci % 3 == 0 ? 8.0 : 1.0);
@@ -576,11 +542,11 @@ static void fp32_isa_case(int ci, int64_t *same, int64_t *total)
           *yr = malloc(sizeof(float) * n * stride);
     int64_t *pos = malloc(sizeof(int64_t) * n);
     for (int64_t r = 0; r < n; r++) {
-        const double u = rng_unif();
+        const double u = rng_unit();
         pos[r] = u < 0.3 ? rng_int(-50, 5000) : u < 0.7 ? rng_int(0, 1 << 24)
                                                          : rng_int(0, (int64_t)1 << 33);
         for (size_t i = 0; i < stride; i++)
-            x[r * stride + i] = rng_gauss();
+            x[r * stride + i] = (float)rng_normal();
     }
     memcpy(ya, x, sizeof(float) * n * stride);
     memcpy(yr, x, sizeof(float) * n * stride);

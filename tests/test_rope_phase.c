@@ -10,6 +10,7 @@
  * 4e-16 * af * (|x_a| + |x_b|), Y the exact rotation in MPFR: one rounding to float
  * plus double arithmetic. */
 #include "rb_kernels.h"
+#include "rb_test.h"
 
 #include <float.h>
 #include <math.h>
@@ -22,36 +23,6 @@
 
 #define PREC 200
 
-static int n_pass, n_fail, n_fail_printed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_fail_printed++ >= 50)
-        return; /* the summary still counts every failure */
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("FAIL: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
-
-/* splitmix64: reproducible test randomness */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_u64(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(void) { return (double)(rng_u64() >> 11) * 0x1p-53; }
 
 static mpfr_t m_twopi, m_pi, m_x, m_r, m_t;
 

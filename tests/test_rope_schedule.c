@@ -1,30 +1,12 @@
 /* test_rope_schedule.c — RoPE schedules against published/hand-derived values, the
  * identities between methods, every method's attention factor, and bad parameters. */
 #include "rb_kernels.h"
+#include "rb_test.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static int n_pass, n_fail;
-
-/* Record one check; on failure print the case and the reason. */
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("FAIL: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
 
 static double rel(double a, double b)
 {

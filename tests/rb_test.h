@@ -1,0 +1,62 @@
+/* rb_test.h — what the C tests share: check(), which counts and prints the first failures with their parameters, and reproducible splitmix64 randomness. */
+#ifndef RB_TEST_H
+#define RB_TEST_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* Counters of the including test; its main prints them and fails if n_fail > 0. */
+static int n_pass, n_fail, n_printed;
+
+/* check: count one assertion; when it fails, print "FAIL: " and the formatted case (its
+ * parameters and the values compared), for the first 60 failures only. */
+static inline void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void check(int ok, const char *fmt, ...)
+{
+    if (ok) {
+        n_pass++;
+        return;
+    }
+    n_fail++;
+    if (n_printed++ >= 60)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("FAIL: ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+}
+
+/* splitmix64; a test may set rng_state to start a reproducible stream */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static inline uint64_t rng_u64(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* uniform in [0, 1) with 53 random bits */
+static inline double rng_unit(void) { return (double)(rng_u64() >> 11) * 0x1p-53; }
+/* uniform integer in [lo, hi] (hi >= lo) */
+static inline int64_t rng_int(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1));
+}
+/* standard normal (Box-Muller, cosine branch) */
+static inline double rng_normal(void)
+{
+    double u1 = rng_unit(), u2 = rng_unit();
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+#endif
