@@ -440,12 +440,9 @@ static inline void softmax_rows16(float *S, float scale, const int64_t *qpos,
     _mm512_store_ps(alpha, a);
 }
 
-/* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
- * local row0) against one packed sub-block sb with VDPBF16PS: GR rows at a time for
- * the products, AG rows at once for the softmax. Skipped when fully masked, unmasked
- * fast path when every key is visible to every row, else position masks. */
-static void group16_dp(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
-                       const uint32_t *vp, const bf_state *st, int64_t row0)
+/* group_sees: whether the AG rows from register group g see any key of sub-block sb;
+ * if so, *nval = its valid keys and *unmasked = every row sees every one of them. */
+static int group_sees(const bf_ctx *c, int64_t g, int64_t sb, int *nval, int *unmasked)
 {
     int64_t qmin = INT64_MAX, qmax = INT64_MIN;
     for (int64_t j = g; j < g + AG / GR; j++) {
@@ -453,9 +450,22 @@ static void group16_dp(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *k
         qmax = c->gqmax[j] > qmax ? c->gqmax[j] : qmax;
     }
     if (c->sbmin[sb] > qmax)
+        return 0;
+    *nval = c->sbval[sb];
+    *unmasked = *nval == SBK && c->sbmax[sb] <= qmin;
+    return 1;
+}
+
+/* One group of AG rows (first register group g, a multiple of AG/GR; state rows from
+ * local row0) against one packed sub-block sb with VDPBF16PS: GR rows at a time for
+ * the products, AG rows at once for the softmax. Skipped when fully masked, unmasked
+ * fast path when every key is visible to every row, else position masks. */
+static void group16_dp(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp,
+                       const uint32_t *vp, const bf_state *st, int64_t row0)
+{
+    int nval, unmasked;
+    if (!group_sees(c, g, sb, &nval, &unmasked))
         return;
-    const int nval = c->sbval[sb];
-    const int unmasked = nval == SBK && c->sbmax[sb] <= qmin;
     const size_t np = (size_t)c->np, dv = (size_t)c->dv;
     float S[AG * SBK] __attribute__((aligned(64)));
     for (int j = 0; j < AG / GR; j++)
@@ -475,15 +485,9 @@ __attribute__((target("amx-tile,amx-bf16"))) static void
 group16_sb(const bf_ctx *c, int64_t g, int64_t sb, const uint32_t *kp, const uint32_t *vp,
            const bf_state *st, int64_t row0)
 {
-    int64_t qmin = INT64_MAX, qmax = INT64_MIN;
-    for (int64_t j = g; j < g + AG / GR; j++) {
-        qmin = c->gqmin[j] < qmin ? c->gqmin[j] : qmin;
-        qmax = c->gqmax[j] > qmax ? c->gqmax[j] : qmax;
-    }
-    if (c->sbmin[sb] > qmax)
+    int nval, unmasked;
+    if (!group_sees(c, g, sb, &nval, &unmasked))
         return;
-    const int nval = c->sbval[sb];
-    const int unmasked = nval == SBK && c->sbmax[sb] <= qmin;
     const int np = c->np;
     const size_t dv = (size_t)c->dv;
     const uint32_t *qg = c->qp + (size_t)g * GR * (size_t)np;
