@@ -195,9 +195,7 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         ops->rope(kn, 1, row, &m->needle_key[i], m->inv, d, rd, c->layout,
                   m->attention_factor);
         const float *q = qrot + (size_t)m->needle_row[i] * row;
-        double s = 0;
-        for (int j = 0; j < d; j++) s += (double)q[j] * (double)kn[j];
-        ns[i] = m->scale * s;
+        ns[i] = m->scale * rb_attn_dot(q, kn, d); /* as the accumulator scores keys */
         m->needle_s[(size_t)h * m->n_needles + i] = ns[i];
     }
 

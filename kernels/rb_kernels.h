@@ -164,6 +164,13 @@ typedef int (*rb_attn_tile_fn)(const float *q, const int64_t *q_pos, int64_t nq,
                                const float *k, const float *v, const int64_t *k_pos,
                                int64_t nk, int d, double scale, double *state);
 
+/* rb_attn_dot: <q, k> over d dims in double, in the reference tile's order: four
+ * partial sums over the dims j mod 4 (the last d mod 4 dims into the first), combined
+ * as (s0 + s1) + (s2 + s3). A score is scale times it; rb_attn_tile_ref and
+ * rb_probe_metrics_accumulate form their scores exactly so (bit for bit), so a caller
+ * that needs one score (e.g. needle_s) should use this. d <= 0 gives 0. */
+double rb_attn_dot(const float *q, const float *k, int d);
+
 /* The portable reference: scores in double, per-row two-pass softmax over the
  * visible keys of the tile, then merged into state. */
 int rb_attn_tile_ref(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
@@ -334,7 +341,8 @@ typedef struct {
     double *rho_sum;
     /* needles: needle i is the key at needle_key_pos[i] looked for by probe row
      * needle_row[i] (an index into the call's rows); needle_s[i] (input) is its score,
-     * computed by the caller from the needle's key row (any rank can generate it);
+     * scale * rb_attn_dot(q row, needle key row, d), computed by the caller from the
+     * needle's key row (any rank can generate it);
      * needle_above[i] += visible keys of that row, other than the needle, whose score
      * is larger: rank = needle_above + 1 */
     int n_needles;

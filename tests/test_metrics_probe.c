@@ -26,22 +26,6 @@
 #include <string.h>
 
 
-/* The score as the reference tile forms it (what a caller would use for needle_s). */
-static double score_tile(const float *q, const float *k, int d, double scale)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int j = 0;
-    for (; j + 4 <= d; j += 4) {
-        s0 += (double)q[j] * (double)k[j];
-        s1 += (double)q[j + 1] * (double)k[j + 1];
-        s2 += (double)q[j + 2] * (double)k[j + 2];
-        s3 += (double)q[j + 3] * (double)k[j + 3];
-    }
-    for (; j < d; j++)
-        s0 += (double)q[j] * (double)k[j];
-    return scale * ((s0 + s1) + (s2 + s3));
-}
-
 /* Independent score: sequential sum. */
 static double score_seq(const float *q, const float *k, int d, double scale)
 {
@@ -154,7 +138,7 @@ static void metrics_case(int ci)
     }
     for (int i = 0; i < nn; i++) {
         nkpos[i] = kp[nkidx[i]];
-        ns[i] = score_tile(q + nrow[i] * dd, k + nkidx[i] * dd, dd, scale);
+        ns[i] = scale * rb_attn_dot(q + nrow[i] * dd, k + nkidx[i] * dd, dd);
     }
     int64_t L = 2;
     for (int64_t m = 0; m < nq; m++)
@@ -222,7 +206,7 @@ static void metrics_case(int ci)
             }
             for (int i = 0; i < nn; i++)
                 if (nrow[i] == m && kp[n] != nkpos[i] &&
-                    score_tile(q + m * dd, k + n * dd, dd, scale) > ns[i])
+                    scale * rb_attn_dot(q + m * dd, k + n * dd, dd) > ns[i])
                     rabove[i] += 1;
         }
     }

@@ -104,8 +104,7 @@ void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
     }
 }
 
-/* Score of one (q, k) pair in double: 4 independent partial sums for ILP. */
-static inline double dot_qk(const float *q, const float *k, int d)
+double rb_attn_dot(const float *q, const float *k, int d)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int j = 0;
@@ -132,7 +131,7 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
     for (int64_t i = 0; i < nk; i++) {
         if (!all_visible && k_pos[i] > qpos)
             continue;
-        double sc = scale * dot_qk(qrow, k + (size_t)i * (size_t)d, d);
+        double sc = scale * rb_attn_dot(qrow, k + (size_t)i * (size_t)d, d);
         s[n] = sc;
         idx[n] = i;
         n++;
