@@ -55,6 +55,38 @@ static void fmt_num(char *b, size_t n, double v, const char *f)
         snprintf(b, n, f, v);
 }
 
+/* A table of ncol columns, Markdown (html = 0) or HTML (html = 1): the header row
+ * (after the intro paragraph), then rows of cells, then table_end. */
+static void table_head(FILE *o, int html, const char *const *cols, int ncol)
+{
+    fprintf(o, html ? "<table>\n<thead><tr>" : "|");
+    for (int j = 0; j < ncol; j++)
+        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
+    fprintf(o, html ? "</tr></thead>\n" : "\n|");
+    for (int j = 0; !html && j < ncol; j++)
+        fprintf(o, "---|");
+    fprintf(o, html ? "" : "\n");
+}
+
+/* A text cell, escaped for the format (strings come from the file). */
+static void cell_text(FILE *o, int html, const char *s)
+{
+    fprintf(o, html ? "<td>" : " ");
+    if (html)
+        html_esc(o, s);
+    else
+        md_esc(o, s);
+    fprintf(o, html ? "</td>" : " |");
+}
+
+/* A number cell (fmt_num: n/a for NaN). */
+static void cell_num(FILE *o, int html, double v, const char *fmt)
+{
+    char b[64];
+    fmt_num(b, sizeof b, v, fmt);
+    fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
+}
+
 static void fmt_timing(char *b, size_t n, const rp_case *c, int j)
 {
     if (isnan(c->tmed[j]))
@@ -120,7 +152,6 @@ static void write_tput(FILE *o, const rp_file *f, int html)
                                  "compute s (slowest rank)", "GFLOP/s", "% of FMA peak",
                                  "K/V GB/s (probe)", "% of triad"};
     const int ncol = (int)(sizeof cols / sizeof cols[0]);
-    char b[64];
     fprintf(o, html ? "<h2>Throughput</h2>\n<p>" : "\n## Throughput\n\n");
     if (isfinite(f->peak_gflops))
         fprintf(o, "Peaks measured by this run on all %lld rank(s) at once: FMA %.1f GFLOP/s, "
@@ -131,13 +162,8 @@ static void write_tput(FILE *o, const rp_file *f, int html)
     fprintf(o, "GFLOP/s counts 4·d FLOP per visible (query, key) pair (the case's `flops` "
                "attribute) over the slowest rank's compute time; probe cases also show the "
                "K/V bytes streamed once per head.%s",
-            html ? "</p>\n<table>\n<thead><tr>" : "\n\n|");
-    for (int j = 0; j < ncol; j++)
-        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
-    fprintf(o, html ? "</tr></thead>\n" : "\n|");
-    for (int j = 0; !html && j < ncol; j++)
-        fprintf(o, "---|");
-    fprintf(o, html ? "" : "\n");
+            html ? "</p>\n" : "\n\n");
+    table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
         if (!c->complete || c->problem)
@@ -146,21 +172,13 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         case_tput(f, c, &t);
         const char *cells[3] = {c->name, c->kernel, c->dtype};
         fprintf(o, html ? "<tr>" : "|");
-        for (int j = 0; j < 3; j++) {
-            fprintf(o, html ? "<td>" : " ");
-            if (html)
-                html_esc(o, cells[j]);
-            else
-                md_esc(o, cells[j]);
-            fprintf(o, html ? "</td>" : " |");
-        }
+        for (int j = 0; j < 3; j++)
+            cell_text(o, html, cells[j]);
         double nums[6] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
                           t.pct_triad};
         static const char *fmts[6] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f"};
-        for (int j = 0; j < 6; j++) {
-            fmt_num(b, sizeof b, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
-            fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
-        }
+        for (int j = 0; j < 6; j++)
+            cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
@@ -184,26 +202,15 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
     fprintf(o, html ? "<h2>Metrics</h2>\n<p>" : "\n## Metrics\n\n");
     fprintf(o, "Per case, from its metric groups (formulas in docs/metrics.md). n/a: not "
                "computed for this mode or dataset.%s",
-            html ? "</p>\n<table>\n<thead><tr>" : "\n\n|");
-    for (int j = 0; j < ncol; j++) {
-        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
-    }
-    fprintf(o, html ? "</tr></thead>\n" : "\n|");
-    for (int j = 0; !html && j < ncol; j++)
-        fprintf(o, "---|");
-    fprintf(o, html ? "" : "\n");
+            html ? "</p>\n" : "\n\n");
+    table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
         if (!c->complete || c->problem || !c->has_metrics)
             continue;
         const rp_metrics *m = &c->met;
-        char b[64];
-        fprintf(o, html ? "<tr><td>" : "| ");
-        if (html)
-            html_esc(o, c->name);
-        else
-            md_esc(o, c->name);
-        fprintf(o, html ? "</td>" : " |");
+        fprintf(o, html ? "<tr>" : "|");
+        cell_text(o, html, c->name);
         double v[9] = {m->critical_pair < 0 ? NAN : (double)m->critical_pair,
                        m->d_leaves_zero,
                        m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
@@ -215,10 +222,8 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
                        m->bound_ratio_max};
         static const char *fmt[9] = {"%.0f", "%.0f", "%.0f", "%.4f", "%.2f",
                                      "%.3g", "%.3g", "%.3g", "%.3g"};
-        for (int j = 0; j < 9; j++) {
-            fmt_num(b, sizeof b, v[j], fmt[j]);
-            fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
-        }
+        for (int j = 0; j < 9; j++)
+            cell_num(o, html, v[j], fmt[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
