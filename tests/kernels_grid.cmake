@@ -1,12 +1,21 @@
 # tests/kernels_grid.cmake — every built tile kernel against the reference on a grid of
-# shapes, layouts and thread counts; the shared AVX-512 exp against double exp.
+# shapes, layouts and thread counts; the shared AVX-512 exp against double exp and the
+# AVX-512 merge of fp32 row states against rb_state_merge.
 
 add_executable(test_kernel_grid test_kernel_grid.c)
 target_link_libraries(test_kernel_grid PRIVATE rb_kernels)
 rb_add_test(NAME kernels.grid COMMAND test_kernel_grid LABELS kernels)
 
-add_executable(test_exp512 test_exp512.c)
-set_source_files_properties(test_exp512.c PROPERTIES COMPILE_OPTIONS "${RB_AVX512_FLAGS}")
-target_include_directories(test_exp512 PRIVATE ${CMAKE_SOURCE_DIR}/kernels/avx512)
-target_link_libraries(test_exp512 PRIVATE rb_kernels)
-rb_add_test(NAME kernels.exp512 COMMAND test_exp512 LABELS kernels)
+# A C test of code in kernels/avx512/: built with the AVX-512 flags, ends with CTest's
+# skip code (77) where the CPU or OS cannot run it (tests/rb_test_avx512.h).
+function(rb_add_avx512_test name exe)
+  add_executable(${exe} ${exe}.c)
+  set_source_files_properties(${exe}.c PROPERTIES COMPILE_OPTIONS "${RB_AVX512_FLAGS}")
+  target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/kernels/avx512)
+  target_link_libraries(${exe} PRIVATE rb_kernels)
+  rb_add_test(NAME ${name} COMMAND ${exe} LABELS kernels)
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()
+
+rb_add_avx512_test(kernels.exp512 test_exp512)
+rb_add_avx512_test(kernels.state_merge test_state_merge)

@@ -1,5 +1,6 @@
 /* test_exp512.c — rb_exp512_ps (the exp shared by the AVX-512 kernels) against double exp: ulp error over [-87.3, 88.7], and its special values. */
 #include "rb_avx512.h"
+#include "rb_test_avx512.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,13 +36,7 @@ static void check(int ok, const char *what, float x, float got)
 
 int main(void)
 {
-    rb_cpu_info ci;
-    rb_cpu_detect(&ci);
-    if (!(ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq && ci.os_zmm)) {
-        printf("skipped: no usable AVX-512 on this CPU (%s)\n", ci.model);
-        printf("0 passed, 0 failed\n");
-        return 0;
-    }
+    rb_test_require_avx512();
     const float lo = -87.3f, hi = 88.7f;
     double worst = 0;
     float worst_x = 0;

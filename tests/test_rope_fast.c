@@ -7,9 +7,9 @@
 
 #include "avx512/rb_avx512.h"
 #include "avx512/rb_rope_fast.h"
+#include "rb_test_avx512.h"
 #include "rb_kernels.h"
 
-#define SKIP 77
 #define TWO32 ((int64_t)1 << 32)
 
 static int failures = 0;
@@ -226,12 +226,7 @@ static void test_edges(void)
 
 int main(void)
 {
-    rb_cpu_info ci;
-    rb_cpu_detect(&ci);
-    if (!(ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq && ci.os_zmm)) {
-        printf("skipped: no usable AVX-512 on this CPU\n");
-        return SKIP;
-    }
+    rb_test_require_avx512();
     test_phase_bound();
     test_edges();
     const int shapes[][2] = {{128, 128}, {64, 64}, {128, 64}, {128, 32}, {256, 256},

@@ -574,12 +574,13 @@ static void groups_sb(const bf_ctx *c, int amx, int64_t g0, int64_t g1, int64_t 
 }
 
 /* Merge nrows fp32 state rows (from local row local0) into the double state rows
- * from row0 (rb_state_merge_f32). */
+ * from row0 (rb_state_merge_f32_avx512). */
 static void merge_rows(const bf_state *st, int64_t local0, int64_t row0, int64_t nrows,
                        int d, int dv, double *state)
 {
-    rb_state_merge_f32(state, row0, nrows, d, st->m + local0, st->l + local0, st->u + local0,
-                       st->acc + (size_t)local0 * (size_t)dv, (size_t)dv);
+    rb_state_merge_f32_avx512(state, NULL, 0, row0, nrows, d, st->m + local0, st->l + local0,
+                              st->u + local0, st->acc + (size_t)local0 * (size_t)dv,
+                              (size_t)dv, 1.0);
 }
 
 /* Reset nrows fp32 state rows starting at local row 0. */

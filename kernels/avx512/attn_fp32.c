@@ -542,23 +542,16 @@ static void rows32_reset(const rb_rows32 *st, int64_t n)
 
 /* rows32_merge: merge the fp32 states of sorted rows [i0, i1) (st index i - s0) into the
  * double state rows they belong to, m and u back in natural units (times ln 2, in
- * double); tmp holds RB_STATE_STRIDE(d) doubles. */
+ * double). */
 static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int64_t i1,
-                         int64_t s0, double *tmp, double *state)
+                         int64_t s0, double *state)
 {
-    const size_t stride = RB_STATE_STRIDE(c->d);
-    for (int64_t i = i0; i < i1; i++) {
-        const int64_t li = i - s0;
-        if (st->m[li] == -INFINITY)
-            continue;
-        tmp[0] = (double)st->m[li] * RB_LN2;
-        tmp[1] = st->l[li];
-        tmp[2] = (double)st->u[li] * RB_LN2;
-        const float *a = st->acc + (size_t)li * st->dp;
-        for (int j = 0; j < c->d; j++)
-            tmp[3 + j] = a[j];
-        rb_state_merge(state + (size_t)c->rows[i].idx * stride, tmp, 1, c->d);
-    }
+    if (i1 <= i0)
+        return;
+    const int64_t l0 = i0 - s0;
+    rb_state_merge_f32_avx512(state, &c->rows[i0].idx, sizeof(rb_row) / sizeof(int64_t), 0,
+                              i1 - i0, c->d, st->m + l0, st->l + l0, st->u + l0,
+                              st->acc + (size_t)l0 * st->dp, st->dp, RB_LN2);
 }
 
 static int threads_max(void)
@@ -639,7 +632,6 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
         st.l = st.m + BR;
         st.u = st.l + BR;
         float *S = (float *)((char *)st.m + round64(3 * BR * sizeof(float)));
-        double *tmp = (double *)((char *)S + round64(BR * BC * sizeof(float)));
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < nqb; t++) {
             if (qc[t].cost == 0)
@@ -661,7 +653,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 }
                 block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
             }
-            rows32_merge(c, &st, i0, i1, i0, tmp, state);
+            rows32_merge(c, &st, i0, i1, i0, state);
         }
     }
 }
@@ -673,7 +665,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
  * Each thread keeps the fp32 state of all nq rows; the states are merged into `state`
  * afterwards in thread order (deterministic). */
 static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t per_thread,
-                          int T, double *tmp, double *state)
+                          int T, double *state)
 {
     const int64_t nkb = (c->nk + BC - 1) / BC;
     /* partition: cost of block b = cnt * (rows at or after its first position + 16) */
@@ -756,7 +748,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         st.m = (float *)(my + round64((size_t)c->nq * c->dp * sizeof(float)));
         st.l = st.m + c->nq;
         st.u = st.l + c->nq;
-        rows32_merge(c, &st, 0, c->nq, 0, tmp, state);
+        rows32_merge(c, &st, 0, c->nq, 0, state);
     }
 }
 
@@ -782,7 +774,6 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     int64_t *kp = NULL, *bound = NULL;
     rb_kblock *kb = NULL;
     rb_qcost *qc = NULL;
-    double *tmp = NULL;
     if (!rows) {
         rc = RB_ENOMEM;
         goto cleanup;
@@ -803,11 +794,10 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
                                   round64((size_t)nq * BC * sizeof(float));
         scr = aligned_alloc(64, per_thread * (size_t)T);
         bound = malloc(((size_t)T + 1) * sizeof *bound);
-        tmp = malloc(RB_STATE_STRIDE(d) * sizeof *tmp);
-        if (!scr || !bound || !tmp)
+        if (!scr || !bound)
             rc = RB_ENOMEM;
         else
-            run_key_outer(&c, bound, scr, per_thread, T, tmp, state);
+            run_key_outer(&c, bound, scr, per_thread, T, state);
         goto cleanup;
     }
 
@@ -819,8 +809,7 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     const int64_t nkb = (kc + BC - 1) / BC, nqb = (nq + BR - 1) / BR;
     const size_t per_thread = round64((size_t)BR * dp * sizeof(float)) +
                               round64(3 * BR * sizeof(float)) +
-                              round64(BR * BC * sizeof(float)) +
-                              round64(RB_STATE_STRIDE(d) * sizeof(double));
+                              round64(BR * BC * sizeof(float));
     scr = aligned_alloc(64, per_thread * (size_t)T);
     kt = aligned_alloc(64, round64((size_t)nkb * (size_t)d * BC * sizeof(float)));
     vt = aligned_alloc(64, round64((size_t)nkb * BC * dp * sizeof(float)));
@@ -844,7 +833,6 @@ cleanup:
     free(bound);
     free(kb);
     free(qc);
-    free(tmp);
     return rc;
 }
 

@@ -55,6 +55,20 @@ void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
                                     int rotary_dim, rb_rope_layout layout,
                                     double attention_factor);
 
+/* rb_state_merge_f32_avx512: the contract of rb_state_merge_f32 (rb_kernels.h) with the
+ * two things the fast kernels need besides: fp32 row i goes to double state row
+ * idx[i * idx_stride] (row0 + i when idx is NULL), so that rows kept sorted by position
+ * merge straight into their own places; and the fp32 m and u are in units of
+ * 1/mu_scale (they are multiplied by mu_scale in double first: 1 for natural units,
+ * ln 2 for a state kept in base 2). Rows with m = -inf are skipped; a destination row
+ * with m = -inf takes the row as it is. Same formula as rb_state_merge in double, the
+ * d accumulators 8 at a time (the compiler may fuse a product and a sum: each result
+ * within 2 ulp of rb_state_merge's, tests/test_exp512.c). */
+void rb_state_merge_f32_avx512(double *state, const int64_t *idx, size_t idx_stride,
+                               int64_t row0, int64_t nrows, int d, const float *m,
+                               const float *l, const float *u, const float *acc,
+                               size_t acc_stride, double mu_scale);
+
 #ifdef __AVX512F__
 #include <immintrin.h>
 
