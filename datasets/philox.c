@@ -1,5 +1,6 @@
-/* philox.c — counter-based dataset generation: Philox4x32-10 + Box-Muller (gaussian,
- * needle), and the spectral dataset's per-pair amplitudes and phases. */
+/* philox.c — counter-based dataset generation: gaussian and needle rows (through the
+ * generator of datasets/gauss.c), and the spectral dataset's per-pair amplitudes and
+ * phases. */
 #include "rb_datasets.h"
 
 #include <math.h>
@@ -7,6 +8,7 @@
 
 #include <Random123/philox.h>
 
+#include "rb_gauss.h"
 #include "rb_kernels.h"
 
 static const char *const kind_names[] = {"gaussian", "needle", "spectral", "file"};
@@ -48,35 +50,6 @@ int rb_spectral_profile_parse(const char *name)
         if (strcmp(name, profile_names[i]) == 0)
             return i;
     return -1;
-}
-
-/* Uniform in (0, 1]: (x + 1) / 2^32, exact in double. Never 0, so log() is finite. */
-static double u01_open_closed(uint32_t x)
-{
-    return ((double)x + 1.0) * (1.0 / 4294967296.0);
-}
-
-/* One gaussian row of head_dim values for (seed, tensor, head, pos): dims 4j..4j+3 come
- * from the Philox block with counter word 3 = j; Box-Muller turns (x0, x1) into dims
- * 4j, 4j+1 and (x2, x3) into dims 4j+2, 4j+3 (radius from the first word of the pair,
- * angle from the second). head_dim is even, so a trailing half block uses one pair. */
-static void gaussian_row(uint64_t seed, rb_tensor t, int head, int64_t pos, int head_dim,
-                         float *row)
-{
-    const double two_pi = 6.283185307179586476925286766559;
-    philox4x32_key_t key = {{(uint32_t)seed, (uint32_t)(seed >> 32)}};
-    philox4x32_ctr_t ctr = {{(uint32_t)(uint64_t)pos, (uint32_t)((uint64_t)pos >> 32),
-                             ((uint32_t)t << 16) | (uint32_t)head, 0}};
-    for (int i = 0; i < head_dim; i += 4) {
-        ctr.v[3] = (uint32_t)(i / 4);
-        philox4x32_ctr_t r = philox4x32(ctr, key);
-        for (int p = 0; p < 2 && i + 2 * p < head_dim; p++) {
-            double rad = sqrt(-2.0 * log(u01_open_closed(r.v[2 * p])));
-            double ang = two_pi * u01_open_closed(r.v[2 * p + 1]);
-            row[i + 2 * p] = (float)(rad * cos(ang));
-            row[i + 2 * p + 1] = (float)(rad * sin(ang));
-        }
-    }
 }
 
 /* Uniform in (0, 1): (x + 0.5) / 2^32. */
@@ -145,13 +118,13 @@ int rb_spectral_amplitudes(const rb_dataset *ds, double *a, char *err, size_t er
 /* One spectral Q or K row: gaussian for the pass-through dims, then each rotary pair
  * set from its amplitude, the head's phase offsets psi[] and this position's Philox
  * block (contract in rb_datasets.h). */
-static void spectral_row(const rb_dataset *ds, rb_tensor t, int head, int64_t pos,
-                         const double *a, const double *psi, float *row)
+static void spectral_row(const rb_dataset *ds, rb_gauss_row_fn gen, rb_tensor t, int head,
+                         int64_t pos, const double *a, const double *psi, float *row)
 {
     const double pi = 3.14159265358979323846264338327950288;
     const int d = ds->head_dim, rd = spectral_rotary_dim(ds), np = rd / 2;
     const double w = (1.0 - ds->coherence) * pi;
-    gaussian_row(ds->seed, t, head, pos, d, row);
+    gen(ds->seed, (int)t, head, pos, d, row);
     philox4x32_key_t key = {{(uint32_t)ds->seed, (uint32_t)(ds->seed >> 32)}};
     philox4x32_ctr_t ctr = {{(uint32_t)(uint64_t)pos, (uint32_t)((uint64_t)pos >> 32),
                              (1u << 24) | ((uint32_t)t << 16) | (uint32_t)head, 0}};
@@ -235,13 +208,14 @@ int rb_dataset_fill(const rb_dataset *ds, rb_tensor t, int head, const int64_t *
                            (long long)pos[r], (long long)r);
 
     const int d = ds->head_dim;
+    const rb_gauss_row_fn gen = rb_gauss_row_select();
     if (ds->kind == RB_DATA_SPECTRAL) {
         for (int64_t r = 0; r < n; r++) {
             float *row = out + (size_t)r * (size_t)d;
             if (t == RB_TENSOR_V)
-                gaussian_row(ds->seed, t, head, pos[r], d, row);
+                gen(ds->seed, (int)t, head, pos[r], d, row);
             else
-                spectral_row(ds, t, head, pos[r], amp, psi, row);
+                spectral_row(ds, gen, t, head, pos[r], amp, psi, row);
         }
         return RB_OK;
     }
@@ -253,9 +227,9 @@ int rb_dataset_fill(const rb_dataset *ds, rb_tensor t, int head, const int64_t *
                 if (ds->needle_pos[i] == pos[r])
                     needle = i; /* the later needle wins */
         if (needle < 0) {
-            gaussian_row(ds->seed, t, head, pos[r], d, row);
+            gen(ds->seed, (int)t, head, pos[r], d, row);
         } else {
-            gaussian_row(ds->seed, RB_TENSOR_Q, head, ds->query_pos[needle], d, row);
+            gen(ds->seed, RB_TENSOR_Q, head, ds->query_pos[needle], d, row);
             for (int i = 0; i < d; i++)
                 row[i] = (float)(ds->strength * (double)row[i]);
         }

@@ -80,7 +80,11 @@ int rb_spectral_amplitudes(const rb_dataset *ds, double *a, char *err, size_t er
  * for tensor t of head `head` at global positions pos[0..n).
  * Every value is a pure function of (seed, tensor, head, global position, dim):
  * element (t, h, p, i) is a standard normal drawn by Box-Muller from the Philox4x32-10
- * block with key (seed lo, seed hi) and counter (p lo, p hi, (t << 16) | h, i / 4).
+ * block with key (seed lo, seed hi) and counter (p lo, p hi, (t << 16) | h, i / 4)
+ * (the pairing of words and dims in datasets/rb_gauss.h). The log and cos/sin are
+ * ropebench's own polynomials (datasets/gauss.c), not libm's, so the values are the
+ * same on every machine and build; they match the libm formula to the bit on the
+ * grid of tests/test_dataset.c and within one float ulp everywhere it checks.
  * needle: as gaussian, except that the K row at needle_pos[i] equals
  * strength * (Q row at query_pos[i]) — pre-RoPE alignment, so its score against that
  * query decays only by the rotary phases. If two needles share a key position the
