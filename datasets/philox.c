@@ -209,7 +209,10 @@ int rb_dataset_fill(const rb_dataset *ds, rb_tensor t, int head, const int64_t *
 
     const int d = ds->head_dim;
     const rb_gauss_row_fn gen = rb_gauss_row_select();
+    /* rows are independent: OpenMP threads (the kernels' count) take them in static
+     * chunks; the values do not depend on the thread count */
     if (ds->kind == RB_DATA_SPECTRAL) {
+#pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < n; r++) {
             float *row = out + (size_t)r * (size_t)d;
             if (t == RB_TENSOR_V)
@@ -219,6 +222,7 @@ int rb_dataset_fill(const rb_dataset *ds, rb_tensor t, int head, const int64_t *
         }
         return RB_OK;
     }
+#pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; r++) {
         float *row = out + (size_t)r * (size_t)d;
         int needle = -1;

@@ -158,6 +158,15 @@ int main(void)
             same = memcmp(a + (size_t)i * d, b, d * sizeof(float)) == 0;
         }
         report(same, "row-at-a-time gives the same rows");
+        /* the rows are shared among OpenMP threads: 1 and 3 threads, the same bits */
+        const int th = rb_kernels_threads();
+        rb_kernels_set_threads(1);
+        rc1 = rb_dataset_fill(&ds, RB_TENSOR_K, 3, pos, n, b, err, sizeof err);
+        rb_kernels_set_threads(3);
+        rc2 = rb_dataset_fill(&ds, RB_TENSOR_K, 3, pos, n, a, err, sizeof err);
+        rb_kernels_set_threads(th);
+        report(rc1 == RB_OK && rc2 == RB_OK && memcmp(a, b, (size_t)n * d * sizeof *a) == 0,
+               "1 and 3 threads give the same rows");
         /* Every input of the tuple matters. */
         struct { uint64_t seed; int t, h; const char *name; } var[] = {
             {8, RB_TENSOR_K, 3, "seed"}, {7, RB_TENSOR_Q, 3, "tensor"}, {7, RB_TENSOR_K, 4, "head"}};
