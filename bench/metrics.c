@@ -156,6 +156,150 @@ void rb_metrics_free(rb_case_metrics *m)
     free(m);
 }
 
+/* Row-key pairs of the probe accumulation that keys [0, n) of kp bring: for each key the
+ * rows at or after its position (sq: the row positions sorted); w[i] gets the running
+ * sum up to and including key i when w is not NULL. Returns the total. */
+static double visible_pairs(const int64_t *sq, int64_t nq, const int64_t *kp, int64_t n,
+                            double *w)
+{
+    double tot = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t lo = 0, hi = nq;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (sq[mid] < kp[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        tot += (double)(nq - lo);
+        if (w) w[i] = tot;
+    }
+    return tot;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* rb_probe_metrics_accumulate over the keys of every rank with the work balanced: with
+ * log-spaced probe rows the keys at low positions are seen by far more rows, so under
+ * zigzag rank 0 holds ~1.7x the row-key pairs of rank 1. Each rank counts the pairs its
+ * keys bring; ranks above the mean send their first keys (the lowest positions, the
+ * heaviest) to ranks below it, greedily in rank order, and every rank accumulates what
+ * it kept and what it received (two calls: the accumulators only add, take minima and
+ * maxima, so the result differs from the unbalanced one by summation order alone).
+ * Needs the local positions ascending (every shard layout stores them so); otherwise,
+ * or on one rank, the keys stay where they are. Collective. */
+static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpos,
+                               const double *lse, int64_t nq, const float *k,
+                               const int64_t *kpos, int64_t nk, int d, double scale,
+                               rb_probe_metrics *pm, char *err, size_t errlen)
+{
+    int rank = 0, P = 1, rc = RB_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+    int64_t *sq = NULL, *cnt = NULL, *rpos = NULL;
+    double *W = NULL, *run = NULL;
+    float *rk = NULL;
+    int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
+    int sorted = 1;
+    for (int64_t i = 1; i < nk; i++) sorted &= kpos[i - 1] <= kpos[i];
+    int all_sorted = sorted;
+    MPI_Allreduce(&sorted, &all_sorted, 1, MPI_INT, MPI_LAND, comm);
+    if (P == 1 || !all_sorted)
+        return rb_probe_metrics_accumulate(q, qpos, lse, nq, k, kpos, nk, scale, pm, err,
+                                           errlen);
+    sq = malloc((size_t)(nq ? nq : 1) * sizeof *sq);
+    const size_t nP = (size_t)(P > 0 ? P : 1);
+    W = malloc(nP * sizeof *W);
+    run = malloc((size_t)(nk ? nk : 1) * sizeof *run);
+    cnt = calloc(nP * nP, sizeof *cnt); /* cnt[s*P + r]: keys s sends r */
+    sc = calloc(nP, sizeof *sc);
+    sd = calloc(nP, sizeof *sd);
+    rcn = calloc(nP, sizeof *rcn);
+    rd = calloc(nP, sizeof *rd);
+    if (!sq || !W || !run || !cnt || !sc || !sd || !rcn || !rd) goto nomem;
+    memcpy(sq, qpos, (size_t)nq * sizeof *sq);
+    qsort(sq, (size_t)nq, sizeof *sq, cmp_i64);
+    double mine = visible_pairs(sq, nq, kpos, nk, run);
+    MPI_Allgather(&mine, 1, MPI_DOUBLE, W, 1, MPI_DOUBLE, comm);
+    double mean = 0.0;
+    for (int r = 0; r < P; r++) mean += W[r] / P;
+    /* the plan, in pairs: every rank computes the same one; each sender turns its
+     * amounts into key counts from its own running sums and shares them */
+    int64_t *mycnt = cnt + (size_t)rank * (size_t)P;
+    {
+        double *need = calloc(nP, sizeof *need);
+        if (!need) goto nomem;
+        for (int r = 0; r < P; r++) need[r] = W[r] < mean ? mean - W[r] : 0.0;
+        int recv = 0;
+        for (int s = 0; s < P; s++) {
+            double extra = W[s] > mean ? W[s] - mean : 0.0, given = 0.0;
+            int64_t keys = 0;
+            while (extra > 0.5 && recv < P) {
+                if (need[recv] <= 0.5) { recv++; continue; }
+                const double amt = extra < need[recv] ? extra : need[recv];
+                extra -= amt;
+                need[recv] -= amt;
+                given += amt;
+                if (s == rank) {
+                    /* the first keys whose running sum reaches `given` */
+                    int64_t upto = keys;
+                    while (upto < nk && run[upto] < given) upto++;
+                    if (upto > keys && (upto - keys) * (int64_t)d < INT32_MAX / 2) {
+                        mycnt[recv] = upto - keys;
+                        keys = upto;
+                    }
+                }
+            }
+        }
+        free(need);
+    }
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cnt, P, MPI_INT64_T, comm);
+    int64_t nsend = 0, nrecv = 0;
+    for (int r = 0; r < P; r++) {
+        sc[r] = (int)(mycnt[r] * d);
+        sd[r] = (int)(nsend * d);
+        nsend += mycnt[r];
+        const int64_t c = cnt[(size_t)r * (size_t)P + (size_t)rank];
+        rcn[r] = (int)(c * d);
+        rd[r] = (int)(nrecv * d);
+        nrecv += c;
+    }
+    rk = malloc((size_t)(nrecv ? nrecv : 1) * (size_t)d * sizeof *rk);
+    rpos = malloc((size_t)(nrecv ? nrecv : 1) * sizeof *rpos);
+    if (!rk || !rpos) goto nomem;
+    MPI_Alltoallv(k, sc, sd, MPI_FLOAT, rk, rcn, rd, MPI_FLOAT, comm);
+    for (int r = 0; r < P; r++) {
+        sc[r] /= d;
+        sd[r] /= d;
+        rcn[r] /= d;
+        rd[r] /= d;
+    }
+    MPI_Alltoallv(kpos, sc, sd, MPI_INT64_T, rpos, rcn, rd, MPI_INT64_T, comm);
+    rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k + (size_t)nsend * (size_t)d,
+                                     kpos + nsend, nk - nsend, scale, pm, err, errlen);
+    if (rc == RB_OK && nrecv > 0)
+        rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, rk, rpos, nrecv, scale, pm, err,
+                                         errlen);
+    goto cleanup;
+nomem:
+    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics work balance)");
+cleanup:
+    free(sq);
+    free(W);
+    free(run);
+    free(cnt);
+    free(sc);
+    free(sd);
+    free(rcn);
+    free(rd);
+    free(rk);
+    free(rpos);
+    return rc;
+}
+
 int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
                     const float *qrot, const float *qpre, float *krot,
                     const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
@@ -220,8 +364,8 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     pm.needle_row = m->needle_row;
     pm.needle_s = ns;
     pm.needle_above = m->needle_above + (size_t)h * m->n_needles;
-    if ((rc = rb_probe_metrics_accumulate(qrot, m->qpos, lse_h, m->nq, krot, kpos, nk,
-                                          m->scale, &pm, err, errlen)))
+    if ((rc = accumulate_balanced(comm, qrot, m->qpos, lse_h, m->nq, krot, kpos, nk, d,
+                                  m->scale, &pm, err, errlen)))
         goto cleanup;
 
     if (m->precision) {
