@@ -199,27 +199,28 @@ static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpo
     int rank = 0, P = 1, rc = RB_OK;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &P);
+    const size_t nP = (size_t)(P > 0 ? P : 1);
     int64_t *sq = NULL, *cnt = NULL, *rpos = NULL;
-    double *W = NULL, *run = NULL;
+    double *W = NULL, *run = NULL, *need = NULL;
     float *rk = NULL;
     int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
-    int sorted = 1;
-    for (int64_t i = 1; i < nk; i++) sorted &= kpos[i - 1] <= kpos[i];
-    int all_sorted = sorted;
-    MPI_Allreduce(&sorted, &all_sorted, 1, MPI_INT, MPI_LAND, comm);
-    if (P == 1 || !all_sorted)
-        return rb_probe_metrics_accumulate(q, qpos, lse, nq, k, kpos, nk, scale, pm, err,
-                                           errlen);
+    int ok = 1, all = 1;
+    for (int64_t i = 1; i < nk; i++) ok &= kpos[i - 1] <= kpos[i];
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (P == 1 || !all)
+        goto unbalanced;
     sq = malloc((size_t)(nq ? nq : 1) * sizeof *sq);
-    const size_t nP = (size_t)(P > 0 ? P : 1);
     W = malloc(nP * sizeof *W);
+    need = malloc(nP * sizeof *need);
     run = malloc((size_t)(nk ? nk : 1) * sizeof *run);
     cnt = calloc(nP * nP, sizeof *cnt); /* cnt[s*P + r]: keys s sends r */
     sc = calloc(nP, sizeof *sc);
     sd = calloc(nP, sizeof *sd);
     rcn = calloc(nP, sizeof *rcn);
     rd = calloc(nP, sizeof *rd);
-    if (!sq || !W || !run || !cnt || !sc || !sd || !rcn || !rd) goto nomem;
+    ok = sq && W && need && run && cnt && sc && sd && rcn && rd;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm); /* every rank, or none, goes on */
+    if (!all) goto nomem;
     memcpy(sq, qpos, (size_t)nq * sizeof *sq);
     qsort(sq, (size_t)nq, sizeof *sq, cmp_i64);
     double mine = visible_pairs(sq, nq, kpos, nk, run);
@@ -227,68 +228,73 @@ static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpo
     double mean = 0.0;
     for (int r = 0; r < P; r++) mean += W[r] / P;
     /* the plan, in pairs: every rank computes the same one; each sender turns its
-     * amounts into key counts from its own running sums and shares them */
-    int64_t *mycnt = cnt + (size_t)rank * (size_t)P;
-    {
-        double *need = calloc(nP, sizeof *need);
-        if (!need) goto nomem;
-        for (int r = 0; r < P; r++) need[r] = W[r] < mean ? mean - W[r] : 0.0;
-        int recv = 0;
-        for (int s = 0; s < P; s++) {
-            double extra = W[s] > mean ? W[s] - mean : 0.0, given = 0.0;
-            int64_t keys = 0;
-            while (extra > 0.5 && recv < P) {
-                if (need[recv] <= 0.5) { recv++; continue; }
-                const double amt = extra < need[recv] ? extra : need[recv];
-                extra -= amt;
-                need[recv] -= amt;
-                given += amt;
-                if (s == rank) {
-                    /* the first keys whose running sum reaches `given` */
-                    int64_t upto = keys;
-                    while (upto < nk && run[upto] < given) upto++;
-                    if (upto > keys && (upto - keys) * (int64_t)d < INT32_MAX / 2) {
-                        mycnt[recv] = upto - keys;
-                        keys = upto;
-                    }
-                }
-            }
+     * amounts into key counts (a prefix of its keys) from its own running sums */
+    int64_t *mycnt = cnt + (size_t)rank * nP;
+    for (int r = 0; r < P; r++) need[r] = W[r] < mean ? mean - W[r] : 0.0;
+    for (int s = 0, recv = 0; s < P; s++) {
+        double extra = W[s] > mean ? W[s] - mean : 0.0, given = 0.0;
+        int64_t keys = 0;
+        while (extra > 0.5 && recv < P) {
+            if (need[recv] <= 0.5) { recv++; continue; }
+            const double amt = extra < need[recv] ? extra : need[recv];
+            extra -= amt;
+            need[recv] -= amt;
+            given += amt;
+            if (s != rank) continue;
+            int64_t upto = keys; /* the first keys whose running sum reaches `given` */
+            while (upto < nk && run[upto] < given) upto++;
+            mycnt[recv] = upto - keys;
+            keys = upto;
         }
-        free(need);
     }
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cnt, P, MPI_INT64_T, comm);
     int64_t nsend = 0, nrecv = 0;
     for (int r = 0; r < P; r++) {
-        sc[r] = (int)(mycnt[r] * d);
-        sd[r] = (int)(nsend * d);
         nsend += mycnt[r];
-        const int64_t c = cnt[(size_t)r * (size_t)P + (size_t)rank];
-        rcn[r] = (int)(c * d);
-        rd[r] = (int)(nrecv * d);
-        nrecv += c;
+        nrecv += cnt[(size_t)r * nP + (size_t)rank];
     }
+    /* MPI counts are ints: a plan whose floats do not fit one is dropped by every rank */
+    ok = (nsend + nrecv) * (int64_t)d < INT32_MAX;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (!all) goto unbalanced;
     rk = malloc((size_t)(nrecv ? nrecv : 1) * (size_t)d * sizeof *rk);
     rpos = malloc((size_t)(nrecv ? nrecv : 1) * sizeof *rpos);
-    if (!rk || !rpos) goto nomem;
-    MPI_Alltoallv(k, sc, sd, MPI_FLOAT, rk, rcn, rd, MPI_FLOAT, comm);
-    for (int r = 0; r < P; r++) {
-        sc[r] /= d;
-        sd[r] /= d;
-        rcn[r] /= d;
-        rd[r] /= d;
+    ok = rk && rpos;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (!all) goto nomem;
+    for (int pass = 0; pass < 2; pass++) { /* rows (d floats each), then positions */
+        const int w = pass ? 1 : d;
+        int64_t so = 0, ro = 0;
+        for (int r = 0; r < P; r++) {
+            const int64_t c = cnt[(size_t)r * nP + (size_t)rank];
+            sc[r] = (int)(mycnt[r] * w);
+            sd[r] = (int)(so * w);
+            rcn[r] = (int)(c * w);
+            rd[r] = (int)(ro * w);
+            so += mycnt[r];
+            ro += c;
+        }
+        if (pass == 0)
+            MPI_Alltoallv(k, sc, sd, MPI_FLOAT, rk, rcn, rd, MPI_FLOAT, comm);
+        else
+            MPI_Alltoallv(kpos, sc, sd, MPI_INT64_T, rpos, rcn, rd, MPI_INT64_T, comm);
     }
-    MPI_Alltoallv(kpos, sc, sd, MPI_INT64_T, rpos, rcn, rd, MPI_INT64_T, comm);
     rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k + (size_t)nsend * (size_t)d,
                                      kpos + nsend, nk - nsend, scale, pm, err, errlen);
     if (rc == RB_OK && nrecv > 0)
         rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, rk, rpos, nrecv, scale, pm, err,
                                          errlen);
     goto cleanup;
+unbalanced:
+    rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k, kpos, nk, scale, pm, err, errlen);
+    goto cleanup;
 nomem:
-    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics work balance)");
+    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics work balance, on %s rank)",
+                 ok ? "another" : "this");
 cleanup:
     free(sq);
     free(W);
+    free(need);
     free(run);
     free(cnt);
     free(sc);
