@@ -156,22 +156,18 @@ void rb_metrics_free(rb_case_metrics *m)
     free(m);
 }
 
-/* Row-key pairs of the probe accumulation that keys [0, n) of kp bring: for each key the
- * rows at or after its position (sq: the row positions sorted); w[i] gets the running
- * sum up to and including key i when w is not NULL. Returns the total. */
+/* Row-key pairs of the probe accumulation that keys [0, n) of kp (ascending) bring: for
+ * each key the rows at or after its position (sq: the row positions, sorted); w[i] gets
+ * the running sum up to and including key i. Returns the total. */
 static double visible_pairs(const int64_t *sq, int64_t nq, const int64_t *kp, int64_t n,
                             double *w)
 {
     double tot = 0.0;
+    int64_t lo = 0; /* first row at or after kp[i]: only moves forward */
     for (int64_t i = 0; i < n; i++) {
-        int64_t lo = 0, hi = nq;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (sq[mid] < kp[i]) lo = mid + 1;
-            else hi = mid;
-        }
+        while (lo < nq && sq[lo] < kp[i]) lo++;
         tot += (double)(nq - lo);
-        if (w) w[i] = tot;
+        w[i] = tot;
     }
     return tot;
 }
