@@ -18,4 +18,10 @@ function(rb_add_avx512_test name exe)
 endfunction()
 
 rb_add_avx512_test(kernels.exp512 test_exp512)
+
+# the OpenBLAS kernel's portable exp (header only: runs on every machine)
+add_executable(test_exp_neg test_exp_neg.c)
+target_include_directories(test_exp_neg PRIVATE ${CMAKE_SOURCE_DIR}/kernels/blas)
+target_link_libraries(test_exp_neg PRIVATE rb_kernels ${MATH_LIBRARY})
+rb_add_test(NAME kernels.exp_neg COMMAND test_exp_neg LABELS kernels)
 rb_add_avx512_test(kernels.state_merge test_state_merge)

@@ -11,6 +11,16 @@
 #define M_PI 3.14159265358979323846
 #endif
 
+/* rb_test_ulp_f32: the error of float y against the exact value e (a double), in units
+ * of the float ulp at e (the denormal ulp 2^-149 below the normal range). */
+static inline double rb_test_ulp_f32(float y, double e)
+{
+    int ex;
+    frexp(e, &ex); /* e = f * 2^ex, f in [0.5, 1) */
+    const double ulp = ldexp(1.0, ex - 24 < -149 ? -149 : ex - 24);
+    return fabs((double)y - e) / ulp;
+}
+
 /* Counters of the including test; its main prints them and fails if n_fail > 0. */
 static int n_pass, n_fail, n_printed;
 

@@ -100,6 +100,27 @@ static inline __m512 rb_exp512_ps(__m512 x)
     p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
+/* rb_exp2_512_ps: 2^t for 16 floats t <= ~0 (the fp32 kernel's softmax exponents, kept
+ * in base 2): t = n + r, n = round(t), |r| <= 1/2 exact, 2^r by Cephes' exp2f polynomial
+ * (degree 6), scaled by 2^n with VSCALEFPS. Error <= 1 ulp for t in [-126, 0]
+ * (tests/test_exp512.c checks <= 3 ulp, the kernels' contract, at every 31st float of
+ * [-1, 0] and a sampling of [-126, -1]; measured 0.95 ulp); t < -151 (and -inf) gives
+ * +0, NaN gives NaN; denormal results (t < -126) are not exact. */
+static inline __m512 rb_exp2_512_ps(__m512 t)
+{
+    /* max returns its second operand when one is NaN: t second keeps NaN -> NaN */
+    t = _mm512_max_ps(_mm512_set1_ps(-151.0f), t);
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.339887440266574e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618437357674640e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550332471162809e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402264791363012e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931472028550421e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
 #endif
 
 #endif

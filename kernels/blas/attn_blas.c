@@ -16,44 +16,6 @@
  * and 16x as many keys (probe rows), the keys are split between threads instead. */
 enum { BR = 256, BR_STREAM = 32, BC = 256, STREAM_MAX_ROWS = 256, STREAM_MAX_PROBE = 2048 };
 
-/* e^x in fp32 for x <= 0 (scores minus their running max), written so that compilers
- * vectorize it without ISA flags: Cody–Waite reduction x = n ln2 + r, Cephes'
- * degree-7 polynomial, 2^n built in the exponent bits. x < -87 (and -inf, the mask)
- * gives exactly 0; error <= 2 ulp above that. The range test is done on the bits
- * (for x <= 0, a larger magnitude is a larger unsigned pattern): a float comparison
- * could trap, and gcc does not if-convert trapping selects, so the loop would stay
- * scalar. */
-static inline float exp_neg(float x)
-{
-    uint32_t xb;
-    memcpy(&xb, &x, sizeof xb);
-    const uint32_t under = xb > 0xC2AE0000u ? 0xFFFFFFFFu : 0u; /* x < -87 */
-    const uint32_t xcb = (xb & ~under) | (0xC2AE0000u & under);
-    float xc;
-    memcpy(&xc, &xcb, sizeof xc);
-    /* round to nearest by the 1.5 * 2^23 trick: vectorizes without SSE4.1 */
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + (r + 1.0f);
-    const int32_t bits = ((int32_t)n + 127) * (1 << 23);
-    float sc;
-    memcpy(&sc, &bits, sizeof sc);
-    const float e = p * sc;
-    uint32_t eb;
-    memcpy(&eb, &e, sizeof eb);
-    eb &= ~under;
-    float out;
-    memcpy(&out, &eb, sizeof out);
-    return out;
-}
-
 /* p * ds, or 0 where p == 0 (there ds may be -inf), without a trapping compare. */
 static inline float times_if_nonzero(float p, float ds)
 {
@@ -151,7 +113,7 @@ static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64
 #pragma omp simd reduction(+ : lsum, usum)
         for (int64_t n = 0; n < bc; n++) {
             const float ds = srow[n] - mn; /* -inf where masked */
-            const float p = exp_neg(ds);
+            const float p = rb_blas_exp_neg(ds);
             srow[n] = p;
             lsum += p;
             usum += times_if_nonzero(p, ds);
