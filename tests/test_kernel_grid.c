@@ -324,6 +324,9 @@ int main(void)
     run_case(&big, ops, ok);
     gcase probe = {64, 128, 5000, POS_STRIPED, 0, 1, 1};
     run_case(&probe, ops, ok);
+    /* probe order with more than 64 row groups of 12 (the fp32 group mask's second word) */
+    gcase probe_many = {64, 900, 2000, POS_STRIPED, 0, 1, 0};
+    run_case(&probe_many, ops, ok);
     for (int i = 0; i < N_VARIANTS; i++)
         if (ok[i])
             printf("%s: worst error / tolerance: lse %.3g, entropy %.3g, output %.3g\n",

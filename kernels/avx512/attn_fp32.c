@@ -20,10 +20,11 @@
 #define BC 64
 #define RG 12
 #define BR 96
-/* key-outer order (the probe): at most this many query rows; block_rows_run takes at
- * most 64 groups at once */
-#define KO_ROWS 512
-_Static_assert(BR <= 64 * RG && KO_ROWS <= 64 * RG, "block_rows_run's group mask");
+/* key-outer order (the probe): at most this many query rows (their fp32 state, 1 MiB at
+ * d = 128, and their scores for one block stay in L2); block_rows_run takes at most
+ * this many rows at once */
+#define KO_ROWS 2048
+_Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
 #define KPACK_MAX ((size_t)8 << 20)
 
@@ -391,30 +392,9 @@ typedef struct {
     size_t dp;
 } rb_rows32;
 
-/* exp2_512: 2^t for 16 floats t <= ~0 (the softmax exponents in base 2): t = n + r,
- * n = round(t), |r| <= 1/2 exact, 2^r by Cephes' exp2f polynomial (degree 6), scaled by
- * 2^n with VSCALEFPS. Error < 1 ulp for t in [-126, 0] (checked against exp2 in double
- * at every float of [-1, 0] and a sampling of [-126, -1]); t < -151 (and -inf) gives +0,
- * NaN gives NaN; denormal results are not exact. */
-static inline __m512 exp2_512(__m512 t)
-{
-    /* max returns its second operand when one is NaN: t second keeps NaN -> NaN */
-    t = _mm512_max_ps(_mm512_set1_ps(-151.0f), t);
-    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.339887440266574e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618437357674640e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550332471162809e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402264791363012e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931472028550421e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 /* softmax_row: turn the raw scores S[0..BC) of one row into p = 2^(t - m_new) in place,
  * t = c2 * S the score in base-2 units (c2 = scale * log2 e), so that one FMA gives the
- * exponent and exp2_512 needs no ln 2 reduction; masked keys (position after qp, or
+ * exponent and rb_exp2_512_ps needs no ln 2 reduction; masked keys (position after qp, or
  * past cnt, when `masked`) give p = 0. The row's state is kept in base 2 too: m and u
  * are the natural m and u times log2 e (rows32_merge converts), l is unchanged; they
  * are updated here (l, u, acc rescaled once when the max grows). The max is taken over
@@ -470,7 +450,7 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
     __m512 ls = _mm512_setzero_ps(), us = _mm512_setzero_ps();
     for (int w = 0; w < BC / 16; w++) {
         const __m512 t = _mm512_maskz_fmsub_ps(mk[w], x[w], vc, vm);
-        const __m512 p = _mm512_maskz_mov_ps(mk[w], exp2_512(t));
+        const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp2_512_ps(t));
         ls = _mm512_add_ps(ls, p);
         us = _mm512_fmadd_ps(p, t, us);
         _mm512_store_ps(S + 16 * w, p);
@@ -491,7 +471,7 @@ typedef struct {
     const rb_row *rows; /* nq rows sorted by position */
 } rb_call;
 
-/* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most 64*RG rows)
+/* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
  * against one packed block. Rows before the block's first position are skipped; the
  * rest go in groups of RG, in three phases so that each half of the block stays in L1
  * while all groups use it: the scores of every group (S holds a row of BC per row), the
@@ -512,18 +492,19 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
         pf_step(pf);
     }
-    uint64_t any = 0;
+    /* bit g of any[]: row group g saw a key of the block */
+    uint64_t any[(KO_ROWS / RG + 63) / 64 + 1] = {0};
     for (int64_t g = g0; g < i1; g++) {
         const int64_t i = g - s0, pos = c->rows[g].pos;
         const int masked = !(b->cnt == BC && b->kmax <= pos);
         if (softmax_row(S + (size_t)(g - g0) * BC, masked, b, pos, c->c2, st->m + i,
                         st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp))
-            any |= (uint64_t)1 << ((g - g0) / RG);
+            any[(g - g0) / RG / 64] |= (uint64_t)1 << ((g - g0) / RG % 64);
         pf_step(pf);
     }
     for (int64_t g = g0; g < i1; g += RG) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
-        if (any >> ((g - g0) / RG) & 1u)
+        if (any[(g - g0) / RG / 64] >> ((g - g0) / RG % 64) & 1u)
             pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp);
         pf_step(pf);
@@ -754,7 +735,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
 
 /* rb_attn_tile_avx512: see rb_avx512.h. Rows are sorted by position first (an index,
  * q is not moved) so that masked and skipped blocks follow the causal structure
- * whatever the layout. Loop order by shape: few rows (nq <= 512) against at least
+ * whatever the layout. Loop order by shape: few rows (nq <= KO_ROWS) against at least
  * twice as many keys run key-outer (K/V streamed once, the probe case); everything else
  * query-outer, in chunks of keys whose packed K fits KPACK_MAX floats. All scratch is
  * allocated once per call; RB_ENOMEM if that fails (state unchanged). */
