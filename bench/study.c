@@ -98,19 +98,24 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Probe positions of a case: probe_rows log-spaced in [0, L-1], user positions and
- * needle queries; sorted, unique. Returns the count; *out is malloc'd. */
+/* Probe positions of a case: min(probe_rows, L) distinct log-spaced positions in
+ * [0, L-1], user positions and needle queries; sorted, unique. Row i of the P
+ * log-spaced ones is round(L^(i/(P-1))) - 1, raised to one past row i-1 where that
+ * would repeat it and lowered to L - P + i so that every later row still fits: at
+ * 1M tokens and P = 512 the first ~100 rows are the positions 0, 1, 2, ... (where
+ * log spacing is finer than one token), the rest log-spaced to L - 1. Returns the
+ * count; *out is malloc'd. */
 static int64_t probe_positions(const rb_config *c, int64_t L, int64_t **out)
 {
     int64_t cap = c->probe_rows + c->n_probe_positions + c->n_needles + 1, n = 0;
     int64_t *p = malloc((size_t)cap * sizeof *p);
     if (!p) return -1;
-    int P = c->probe_rows;
-    for (int i = 0; i < P; i++) {
-        double x = P == 1 ? (double)L : exp(log((double)L) * i / (P - 1));
+    const int64_t P = c->probe_rows < L ? c->probe_rows : L;
+    for (int64_t i = 0; i < P; i++) {
+        double x = P == 1 ? (double)L : exp(log((double)L) * (double)i / (double)(P - 1));
         int64_t v = (int64_t)llround(x) - 1;
-        if (v < 0) v = 0;
-        if (v > L - 1) v = L - 1;
+        if (i > 0 && v <= p[n - 1]) v = p[n - 1] + 1;
+        if (v > L - P + i) v = L - P + i;
         p[n++] = v;
     }
     for (int i = 0; i < c->n_probe_positions; i++)

@@ -64,6 +64,17 @@ rb_add_test(NAME cli_error_mpi_zigzag COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 "not a multiple of 6 required by zigzag on 3 ranks" --
   ${RB_MPIEXEC_CMD} 3 ${RB_EXE} run -q -c ${RB_SMALL} --set study.seq_lens=244)
 
+# probe_rows gives that many distinct probe rows (log spacing is finer than one token at
+# the low end: the rows there are 0, 1, 2, ...), or every position when it exceeds L
+set(RP ${R} --set study.modes=probe --set study.datasets=gaussian --set scaling.methods=none)
+rb_add_test(NAME cli_probe_rows_distinct COMMAND ${RP})
+set_tests_properties(cli_probe_rows_distinct PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "none-L1048576-probe-gaussian +512 ")
+rb_add_test(NAME cli_probe_rows_all COMMAND ${RP} --set study.seq_lens=64
+  --set study.probe_seq_lens=64 --set study.probe_rows=100)
+set_tests_properties(cli_probe_rows_all PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "none-L64-probe-gaussian +64 ")
+
 # smoke: help, version, info, freqs
 foreach(sub run report freqs info)
   rb_add_test(NAME cli_help_${sub} COMMAND ${RB_EXE} ${sub} --help)
