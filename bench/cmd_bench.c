@@ -42,6 +42,7 @@ typedef struct {
 
 typedef struct {
     char kernel[16], dtype[8];
+    const char *detail; /* how the kernel computes on this CPU (e.g. AMX or VDPBF16PS) */
     const char *bench;  /* "causal", "probe", "rope" */
     int head_dim;
     int64_t seq_len;    /* causal: L; probe: keys; rope: rows */
@@ -403,11 +404,12 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
     fprintf(f, "[\n");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        fprintf(f, "  {\"kernel\": \"%s\", \"dtype\": \"%s\", \"bench\": \"%s\", "
+        fprintf(f, "  {\"kernel\": \"%s\", \"kernel_detail\": \"%s\", \"dtype\": \"%s\", "
+                   "\"bench\": \"%s\", "
                    "\"head_dim\": %d, \"seq_len\": %lld, \"n_rows\": %lld, \"causal\": %s, "
                    "\"threads\": %d, \"reps\": %d, \"warmup\": %d, \"median_s\": %.9g, "
                    "\"min_s\": %.9g, \"max_s\": %.9g, \"cv\": %.6g, \"gflops\": %.9g, ",
-                r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len,
+                r->kernel, r->detail, r->dtype, r->bench, r->head_dim, (long long)r->seq_len,
                 (long long)r->n_rows, r->causal ? "true" : "false", r->threads, r->reps,
                 r->warmup, r->median_s, r->min_s, r->max_s, r->cv, r->gflops);
         if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
@@ -462,6 +464,7 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
         if ((rc = rb_results_write_f64(res, "/bench/" name, 1, dims, dv, 0, err, el))) goto cleanup; \
     } while (0)
     STR_COL("kernel", rows[i].kernel);
+    STR_COL("kernel_detail", rows[i].detail);
     STR_COL("dtype", rows[i].dtype);
     STR_COL("bench", rows[i].bench);
     I64_COL("head_dim", rows[i].head_dim);
@@ -558,6 +561,7 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
     memset(r, 0, sizeof *r);
     snprintf(r->kernel, sizeof r->kernel, "%s", k ? k->name : "ref");
     snprintf(r->dtype, sizeof r->dtype, "%s", k ? k->dtype : "fp32");
+    r->detail = k && k->detail ? k->detail : "";
     r->bench = bench;
     r->head_dim = d;
     r->seq_len = L;
@@ -699,7 +703,10 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
             for (int vi = 0; vi < 2 && fns[vi] && !rc; vi++) {
                 rope_ctx rc_ = {fns[vi], k, pos, inv_freq, n_rope, d};
                 bench_fn f = {&rc_, NULL, rope_call};
-                rb_kernel_ops label = {.name = names[vi], .dtype = "fp32", .rope = fns[vi]};
+                rb_kernel_ops label = {.name = names[vi], .dtype = "fp32", .rope = fns[vi],
+                                       .detail = vi ? "RoPE, exact phases generated "
+                                                      "incrementally in double, AVX-512"
+                                                    : "RoPE, exact phases per row (reference)"};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
                     bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, o->threads[ti]);
                     if (!r) break;

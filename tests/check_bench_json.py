@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-REQUIRED = ["kernel", "dtype", "bench", "head_dim", "seq_len", "causal", "threads",
+REQUIRED = ["kernel", "kernel_detail", "dtype", "bench", "head_dim", "seq_len", "causal", "threads",
             "median_s", "min_s", "max_s", "gflops", "peak_gflops", "triad_gbps",
             "fraction_of_peak"]
 POSITIVE = ["head_dim", "seq_len", "threads", "median_s", "min_s", "max_s", "gflops",
@@ -182,6 +182,12 @@ def check(rows, kernels):
                 problems.append(f"{where}: {k} = {v!r} is not a finite positive number")
         if len(problems) > before:
             continue
+        if not isinstance(r["kernel_detail"], str) or not r["kernel_detail"].strip():
+            problems.append(f"{where}: kernel_detail {r['kernel_detail']!r} is empty")
+        elif r["kernel"] == "avx512_bf16" and not any(
+                w in r["kernel_detail"] for w in ("AMX", "VDPBF16PS")):
+            problems.append(f"{where}: kernel_detail {r['kernel_detail']!r} does not say "
+                            "which bf16 path ran (AMX or VDPBF16PS)")
         if not r["min_s"] <= r["median_s"] <= r["max_s"]:
             problems.append(f"{where}: min <= median <= max violated")
         if r["bench"] in ("probe", "rope"):
