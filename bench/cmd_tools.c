@@ -120,6 +120,12 @@ int rb_cmd_freqs(int argc, char **argv)
         goto cleanup;
     }
     have_cfg = 1;
+    if (cfg.n_attention_factors != 1) {
+        fprintf(stderr, "ropebench: freqs: scaling.attention_factor takes one value here, "
+                        "got %d\n", cfg.n_attention_factors);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     if (cfg.n_methods != 1) {
         fprintf(stderr, "ropebench: freqs: --method takes one method, got %d\n", cfg.n_methods);
         code = RB_EXIT_USAGE;

@@ -331,6 +331,67 @@ static int parse_f64_or(const char *s, int i, const char *word, double dflt, dou
     return parse_f64(s, i, lo, hi, out, err, errlen);
 }
 
+/* one attention factor: "auto" (stored as 0) or a number in [lo, hi] */
+static int one_af(const char *s, int i, const void *lo, const void *hi, void *out,
+                  char *err, size_t errlen)
+{
+    return parse_f64_or(s, i, "auto", 0, *(const double *)lo, *(const double *)hi, out, err,
+                        errlen);
+}
+
+/* scaling.attention_factor: 1..RB_MAX_AF values, each "auto" or a number in
+ * [1e-6, 1e6], none twice; then the method entries: every method once, and the methods
+ * whose schedule takes the factor (yarn, longrope) once per value, in list order
+ * (c->methods holds the methods as parsed and is rewritten here). */
+static int parse_af_list(const char *s, int i, rb_config *c, char *err, size_t errlen)
+{
+    const double lo = 1e-6, hi = 1e6;
+    int n = 0, rc = parse_list(s, i, one_af, &lo, &hi, c->attention_factors, sizeof(double),
+                               RB_MAX_AF, &n, err, errlen);
+    if (rc) return rc;
+    if (n == 0)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s: empty list (auto or a number)",
+                       KEYNAME(i));
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < k; j++)
+            if (c->attention_factors[j] == c->attention_factors[k])
+                return rb_errf(err, errlen, RB_EINVAL, "%s.%s: '%s' listed twice",
+                               KEYNAME(i), rb_config_af_label(c->attention_factors[k]));
+    c->n_attention_factors = n;
+    c->attention_factor = c->attention_factors[0];
+    rb_rope_method m[RB_ROPE_COUNT];
+    const int nm = c->n_methods;
+    memcpy(m, c->methods, (size_t)nm * sizeof *m);
+    c->n_methods = 0;
+    for (int k = 0; k < nm; k++) {
+        const int uses = m[k] == RB_ROPE_YARN || m[k] == RB_ROPE_LONGROPE;
+        for (int a = 0; a < (uses ? n : 1); a++) {
+            c->methods[c->n_methods] = m[k];
+            c->method_af[c->n_methods++] = c->attention_factors[a];
+        }
+    }
+    return RB_OK;
+}
+
+/* rb_config_af_label: see rb_bench.h. */
+const char *rb_config_af_label(double af)
+{
+    static _Thread_local char buf[32];
+    if (af <= 0) return "auto";
+    snprintf(buf, sizeof buf, "%g", af);
+    return buf;
+}
+
+/* rb_config_entry_suffix: see rb_bench.h. */
+void rb_config_entry_suffix(const rb_config *c, int mi, char *buf, size_t len)
+{
+    const rb_rope_method m = c->methods[mi];
+    if (c->n_attention_factors > 1 && (m == RB_ROPE_YARN || m == RB_ROPE_LONGROPE))
+        snprintf(buf, len, "-af%s", rb_config_af_label(c->method_af[mi]));
+    else if (len)
+        buf[0] = '\0';
+}
+
 /* ---- the typed config from the string table --------------------------------------- */
 
 static int convert(rb_config *c, char **v, char *err, size_t errlen)
@@ -400,9 +461,8 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
                            1e-9, 1e6, &c->mscale, err, errlen)) ||
         (rc = parse_f64_or(V("scaling", "mscale_all_dim"), K("scaling", "mscale_all_dim"),
                            "unset", 0, 1e-9, 1e6, &c->mscale_all_dim, err, errlen)) ||
-        (rc = parse_f64_or(V("scaling", "attention_factor"),
-                           K("scaling", "attention_factor"), "auto", 0, 1e-6, 1e6,
-                           &c->attention_factor, err, errlen)))
+        (rc = parse_af_list(V("scaling", "attention_factor"), K("scaling", "attention_factor"),
+                            c, err, errlen)))
         return rc;
     if ((rc = parse_f64(V("scaling", "low_freq_factor"), K("scaling", "low_freq_factor"),
                         1e-9, 1e9, &c->low_freq_factor, err, errlen)) ||

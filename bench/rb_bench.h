@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #define RB_MAX_LIST 64      /* longest list a key may hold */
+#define RB_MAX_AF 8         /* values of scaling.attention_factor */
+#define RB_MAX_ENTRIES (RB_ROPE_COUNT * RB_MAX_AF) /* method entries of a study */
 #define RB_EXIT_USAGE 2     /* bad input: config, options, files */
 #define RB_EXIT_FAIL 1      /* a run that started and failed */
 
@@ -25,13 +27,18 @@ typedef struct {
     int64_t original_ctx;
     rb_rope_layout layout;
     /* [scaling] */
+    /* method entries, in the order of scaling.methods: one per method, and one per
+     * scaling.attention_factor value for the methods that use it (yarn, longrope) */
     int n_methods;
-    rb_rope_method methods[RB_ROPE_COUNT];
+    rb_rope_method methods[RB_MAX_ENTRIES];
+    double method_af[RB_MAX_ENTRIES];  /* the entry's attention factor (<= 0: auto) */
     double factor;
     double beta_fast, beta_slow;
     int truncate;
     double mscale, mscale_all_dim;
-    double attention_factor; /* <= 0: auto */
+    double attention_factor; /* the first of attention_factors (<= 0: auto) */
+    int n_attention_factors; /* 1..RB_MAX_AF values of scaling.attention_factor */
+    double attention_factors[RB_MAX_AF];
     double low_freq_factor, high_freq_factor;
     int n_short_factor, n_long_factor;
     double short_factor[RB_MAX_LIST * 4], long_factor[RB_MAX_LIST * 4];
@@ -86,7 +93,17 @@ void rb_config_free(rb_config *cfg);
 int rb_config_check_ranks(const rb_config *cfg, int nranks, int ranks_per_host,
                           char *err, size_t errlen);
 
-/* Fill a schedule's parameters from the config for method m at sequence length L. */
+/* rb_config_af_label: "auto" for af <= 0, else af printed with %g (a thread-local
+ * buffer, valid until the next call on the thread). */
+const char *rb_config_af_label(double af);
+
+/* rb_config_entry_suffix: the part of a case name that tells method entry mi apart from
+ * the other entries of its method: "-af<label>" when scaling.attention_factor lists
+ * several values and the method takes one (yarn, longrope), else "". */
+void rb_config_entry_suffix(const rb_config *c, int mi, char *buf, size_t len);
+
+/* Fill a schedule's parameters from the config for method m at sequence length L (the
+ * attention factor is the first listed; a method entry's own is cfg->method_af[mi]). */
 void rb_config_rope_params(const rb_config *cfg, rb_rope_method m, int64_t L,
                            rb_rope_params *p);
 

@@ -132,12 +132,17 @@ static int64_t probe_positions(const rb_config *c, int64_t L, int64_t **out)
     return m;
 }
 
-static void case_name(char *buf, size_t len, rb_rope_method m, double factor, int64_t L,
+/* case_name: "<method>[-x<factor>][-af<attention factor>]-L<L>-<mode>-<dataset>" for
+ * method entry mi of the study (the -af part only where the entry needs it, see
+ * rb_config_entry_suffix). */
+static void case_name(char *buf, size_t len, const rb_config *c, int mi, int64_t L,
                       int mode, rb_dataset_kind ds)
 {
-    char f[32] = "";
-    if (m != RB_ROPE_NONE) snprintf(f, sizeof f, "-x%g", factor);
-    snprintf(buf, len, "%s%s-L%lld-%s-%s", rb_rope_method_name(m), f, (long long)L,
+    const rb_rope_method m = c->methods[mi];
+    char f[32] = "", af[48];
+    if (m != RB_ROPE_NONE) snprintf(f, sizeof f, "-x%g", c->factor);
+    rb_config_entry_suffix(c, mi, af, sizeof af);
+    snprintf(buf, len, "%s%s%s-L%lld-%s-%s", rb_rope_method_name(m), f, af, (long long)L,
              mode == RB_MODE_FULL ? "full" : "probe", rb_dataset_kind_name(ds));
 }
 
@@ -214,11 +219,12 @@ static void progress_step(int step, int nsteps, void *user)
         if ((rc = (call)) != RB_OK) goto cleanup;                                       \
     } while (0)
 
-static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t L,
-                            int mode, rb_dataset_kind kind, const rb_rope_info *info,
-                            double scale, int64_t n_rows, double flops)
+static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mode,
+                            rb_dataset_kind kind, const rb_rope_info *info, double scale,
+                            int64_t n_rows, double flops)
 {
     const rb_config *c = r->cfg;
+    const rb_rope_method m = c->methods[mi];
     char *e = r->err;
     size_t el = sizeof r->err;
     int rc;
@@ -242,6 +248,8 @@ static int write_case_attrs(rb_run *r, const char *g, rb_rope_method m, int64_t 
     TRY(rb_results_attr_i64(r->res, g, "seed", (int64_t)c->seed, e, el));
     TRY(rb_results_attr_f64(r->res, g, "attention_factor", info->attention_factor, e,
                             el));
+    TRY(rb_results_attr_str(r->res, g, "attention_factor_setting",
+                            rb_config_af_label(c->method_af[mi]), e, el));
     TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel_detail", r->ops.detail, e, el));
@@ -314,11 +322,11 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     double inv_freq[RB_MAX_LIST * 4], inv_base[RB_MAX_LIST * 4];
 
     /* --resume: complete cases stay; incomplete ones are removed and redone */
-    int done[RB_ROPE_COUNT] = {0}, n_done = 0;
+    int done[RB_MAX_ENTRIES] = {0}, n_done = 0;
     for (int mi = 0; r->resume && mi < c->n_methods; mi++) {
         char name[160], g[256];
         int64_t complete = 0;
-        case_name(name, sizeof name, c->methods[mi], c->factor, L, mode, kind);
+        case_name(name, sizeof name, c, mi, L, mode, kind);
         snprintf(g, sizeof g, "/cases/%s", name);
         rc = rb_results_attr_get_i64(r->res, g, "complete", &complete, e, el);
         if (rc < 0) goto cleanup;
@@ -333,7 +341,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     if (n_done == c->n_methods) {
         for (int mi = 0; mi < c->n_methods; mi++) {
             char name[160];
-            case_name(name, sizeof name, c->methods[mi], c->factor, L, mode, kind);
+            case_name(name, sizeof name, c, mi, L, mode, kind);
             r->case_no++;
             if (r->rank == 0 && !r->quiet)
                 fprintf(stderr, "[%2d/%d] %-40s complete in the file, kept\n", r->case_no,
@@ -389,7 +397,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     for (int mi = 0; mi < c->n_methods; mi++) {
         rb_rope_method m = c->methods[mi];
         char name[160], g[256], path[512];
-        case_name(name, sizeof name, m, c->factor, L, mode, kind);
+        case_name(name, sizeof name, c, mi, L, mode, kind);
         snprintf(g, sizeof g, "/cases/%s", name);
         r->case_no++;
         if (done[mi]) {
@@ -403,6 +411,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
 
         rb_config_rope_params(c, m, L, &pp);
+        pp.attention_factor = c->method_af[mi]; /* this entry's own */
         TRY(rb_rope_schedule(&pp, inv_freq, &info, e, el));
 
         rb_timing tsum = {0, 0, 0, 0}, t;
@@ -459,7 +468,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
 
         /* write: attributes, schedule, rows, timings, inputs; complete=1 last */
         int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
-        TRY(write_case_attrs(r, g, m, L, mode, kind, &info, scale, n_rows,
+        TRY(write_case_attrs(r, g, mi, L, mode, kind, &info, scale, n_rows,
                              case_flops(qpos, nq, mode, L, d, H)));
         int64_t dims[1] = {np};
         snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
@@ -773,8 +782,7 @@ static void print_cases(const rb_config *c, int nranks)
                     int64_t *pp = NULL;
                     int64_t rows = mode == RB_MODE_FULL ? lens[k] : probe_positions(c, lens[k], &pp);
                     free(pp);
-                    case_name(name, sizeof name, c->methods[mi], c->factor, lens[k], mode,
-                              c->datasets[di]);
+                    case_name(name, sizeof name, c, mi, lens[k], mode, c->datasets[di]);
                     printf("# %-44s %10lld %10.1f\n", name, (long long)rows,
                            rb_config_case_bytes(c, (rb_mode)mode, lens[k], nranks) /
                                1048576.0);
