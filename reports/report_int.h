@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* One attribute rendered as text (name, value), in name order. */
 typedef struct {
@@ -189,6 +190,28 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
                 const char *plot_note, char *err, size_t errlen);
 int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
                   const char *plot_note, char *err, size_t errlen);
+
+/* Table output (report_tables.c), Markdown (html = 0) or HTML (html = 1). Text from
+ * the file is escaped: rp_html_esc for HTML, rp_md_esc for a Markdown table cell (no
+ * line breaks, pipes or raw HTML). rp_fmt_num prints v with printf format f, "n/a" for
+ * NaN. rp_table_head writes the header row of ncol columns; rows are then written with
+ * rp_cell_text / rp_cell_num between "<tr>"/"|" and "</tr>"/newline, and an HTML table
+ * is closed with "</table>". */
+void rp_html_esc(FILE *o, const char *s);
+void rp_md_esc(FILE *o, const char *s);
+void rp_fmt_num(char *b, size_t n, double v, const char *f);
+void rp_table_head(FILE *o, int html, const char *const *cols, int ncol);
+void rp_cell_text(FILE *o, int html, const char *s);
+void rp_cell_num(FILE *o, int html, double v, const char *fmt);
+
+/* The metric tables (metrics 1, 2, 4-8) of one representative case per method: the
+ * longest sequence, probe before full mode, then file order; long tables show every
+ * k-th row and the last. Nothing is written when no case has a metric table. */
+void rp_write_metric_tables(FILE *o, const rp_file *f, int html);
+
+/* The throughput table of the /bench group (nothing if the file has none): one row per
+ * benchmark with its % of the FMA peak (causal) or of the triad (probe, rope). */
+void rp_write_bench(FILE *o, const rp_file *f, int html);
 
 /* Label safe for gnuplot and the file system: [A-Za-z0-9 ._+=,-], others -> '_'. */
 void rp_safe_label(char *dst, size_t len, const char *src);
