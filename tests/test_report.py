@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """test_report.py — runs a report command on good and bad results files: a report with escaped strings, every metric table (numbers equal to the file's), the throughput tables and SVG plots from a synthetic file; one clear line and a non-zero exit (never a crash) for missing, empty, truncated, foreign HDF5 files.
 
-usage: test_report.py [--file RESULTS] [--bench EXE] WORKDIR CMD...
+usage: test_report.py [--file RESULTS] [--bench [LAUNCHER...] EXE --] WORKDIR CMD...
        CMD contains {in} and {out}, e.g. ropebench report {in} -o {out}.
        --file RESULTS: only check the report of that file (e.g. a real run's) against
                        the file's own values.
-       --bench EXE:    also write a new file with `EXE bench --quick ... -o` and check
-                       that its report shows the throughput table.
+       --bench [LAUNCHER...] EXE --: also write a new file with `EXE bench --quick ...
+                       -o` (e.g. under mpiexec -n 1: Open MPI's singleton mode crashes
+                       LeakSanitizer) and check that its report shows the throughput table.
 """
 import math
 import os
@@ -324,13 +325,13 @@ SYNTHETIC_SVGS = sorted(
     + ["share-pi-x4-L128-probe-needle.svg"])
 
 
-def bench_new_file(exe, cmd, work):
+def bench_new_file(bench, cmd, work):
     """`ropebench bench -o` into a new file: the report accepts it and shows the bench
     table alone."""
     path = os.path.join(work, "bench-new.h5")
     if os.path.exists(path):
         os.remove(path)
-    r = subprocess.run([exe, "bench", "--quick", "--only", "causal", "--kernels", "ref",
+    r = subprocess.run(bench + ["bench", "--quick", "--only", "causal", "--kernels", "ref",
                         "--threads", "1", "--lengths", "64", "--head-dims", "16", "-o", path],
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
@@ -343,13 +344,16 @@ def bench_new_file(exe, cmd, work):
 
 def main():
     args = sys.argv[1:]
-    only_file = bench_exe = None
+    only_file = bench = None
     while args and args[0] in ("--file", "--bench") and len(args) > 1:
         if args[0] == "--file":
             only_file = args[1]
+            args = args[2:]
+        elif "--" in args:
+            end = args.index("--")
+            bench, args = args[1:end], args[end + 1:]
         else:
-            bench_exe = args[1]
-        args = args[2:]
+            break
     if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -361,8 +365,8 @@ def main():
             fail("%s: the report has no metric tables" % only_file)
         print("%d failures" % len(failures))
         return 1 if failures else 0
-    if bench_exe:
-        bench_new_file(bench_exe, cmd, work)
+    if bench:
+        bench_new_file(bench, cmd, work)
     good = os.path.join(work, "synthetic.h5")
     subprocess.run([sys.executable, os.path.join(HERE, "make_synthetic.py"), good],
                    check=True, stdout=subprocess.DEVNULL)
