@@ -442,11 +442,23 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
         rc = rb_errf(err, el, RB_ENOMEM, "-o %s: out of memory", path);
         goto cleanup;
     }
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
     if (access(path, F_OK) == 0) {
         if ((rc = rb_results_open(&res, path, MPI_COMM_WORLD, err, el))) goto cleanup;
         if ((rc = rb_results_remove(res, "/bench", err, el))) goto cleanup;
-    } else if ((rc = rb_results_create(&res, path, MPI_COMM_WORLD, err, el))) {
-        goto cleanup;
+    } else {
+        /* a new file gets the root attributes of a results file, so that
+         * `ropebench report` and other readers accept it (docs/results-format.md) */
+        if ((rc = rb_results_create(&res, path, MPI_COMM_WORLD, err, el)) ||
+            (rc = rb_results_attr_str(res, "/", "format", "ropebench", err, el)) ||
+            (rc = rb_results_attr_i64(res, "/", "format_version", 1, err, el)) ||
+            (rc = rb_results_attr_str(res, "/", "ropebench_version", RB_VERSION, err, el)) ||
+            (rc = rb_results_attr_str(res, "/", "git_describe", RB_GIT_DESCRIBE, err, el)) ||
+            (rc = rb_results_attr_str(res, "/", "created_utc", when, err, el)))
+            goto cleanup;
     }
 #define STR_COL(name, expr)                                                                   \
     do {                                                                                      \
@@ -489,10 +501,6 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     {
         rb_cpu_info ci;
         rb_cpu_detect(&ci);
-        char when[32];
-        time_t now = time(NULL);
-        struct tm tmv;
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
         const struct { const char *k; double v; } fa[] = {
             {"peak_gflops_1thread", pk->fma1}, {"peak_gflops_all", pk->fma_all},
             {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all},

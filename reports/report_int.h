@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* One attribute rendered as text (name, value), in name order. */
 typedef struct {
@@ -18,20 +19,47 @@ typedef struct {
 
 enum { RP_T_SETUP, RP_T_COMPUTE, RP_T_COMM, RP_T_MERGE, RP_T_TOTAL, RP_T_COUNT };
 
-/* Plot series of a case: entropy against position (x, y of rp_case) and the metric
- * series read from its metric groups (docs/metrics.md). */
+/* Metric tables of a case (docs/metrics.md): each is a group of equally long 1-D
+ * datasets read as columns of doubles. Columns whose name starts with '=' are derived
+ * by the reader (see rp_tab_specs); a missing optional column reads as NaN; a table
+ * whose first column is missing, or whose columns differ in length, is absent (n = 0). */
 enum {
-    RP_S_ENTROPY,   /* rows/entropy (rp_case.x/y) */
-    RP_S_D,         /* phase/by_distance: D against distance */
-    RP_S_DECAY,     /* decay/by_distance: mean_score against distance (probe) */
-    RP_S_NEEDLE,    /* needles: rank against distance (head 0) */
-    RP_S_PRECISION, /* precision: phase_err_max against position */
-    RP_S_COUNT
+    RP_TAB_PAIRS,     /* phase/pairs (metric 1) */
+    RP_TAB_PHASE,     /* phase/by_distance (metric 2) */
+    RP_TAB_DECAY,     /* decay/by_distance (metric 4) */
+    RP_TAB_SHARE,     /* pair_share summarised per distance bin (metric 5, derived) */
+    RP_TAB_NEEDLES,   /* needles (metric 6) */
+    RP_TAB_PRECISION, /* precision (metric 7) */
+    RP_TAB_FLOOR,     /* softmax_floor (metric 8) */
+    RP_TAB_COUNT
 };
+#define RP_TAB_MAXCOL 8
+
+/* Column indices of each table, in the order of rp_tab_specs[t].cols. */
+enum { RP_PAIRS_J, RP_PAIRS_INV_BASE, RP_PAIRS_INV, RP_PAIRS_WAVELENGTH, RP_PAIRS_SPAN,
+       RP_PAIRS_MAX_PHASE, RP_PAIRS_TURNS, RP_PAIRS_OOD };
+enum { RP_PHASE_DIST, RP_PHASE_D, RP_PHASE_D_HIGH, RP_PHASE_D_MID, RP_PHASE_D_LOW,
+       RP_PHASE_OOD_COUNT, RP_PHASE_OOD_ENERGY };
+enum { RP_DECAY_DIST, RP_DECAY_COUNT, RP_DECAY_MEAN, RP_DECAY_STD, RP_DECAY_ROFORMER,
+       RP_DECAY_B };
+enum { RP_SHARE_DIST, RP_SHARE_WEIGHT, RP_SHARE_TOP_PAIR, RP_SHARE_TOP, RP_SHARE_HIGH,
+       RP_SHARE_MID, RP_SHARE_LOW };
+enum { RP_NEEDLE_HEAD, RP_NEEDLE_QPOS, RP_NEEDLE_NPOS, RP_NEEDLE_DIST, RP_NEEDLE_SCORE,
+       RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT };
+enum { RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND };
+enum { RP_FLOOR_POS, RP_FLOOR_MWN, RP_FLOOR_FLOOR, RP_FLOOR_RATIO };
+
 typedef struct {
-    double *x, *y;
-    int64_t n;
-} rp_series;
+    const char *group;                /* group under the case */
+    int ncol;
+    const char *cols[RP_TAB_MAXCOL];  /* dataset names ('=': derived) */
+} rp_tab_spec;
+extern const rp_tab_spec rp_tab_specs[RP_TAB_COUNT];
+
+typedef struct {
+    int64_t n;                    /* rows (0: absent) */
+    double *col[RP_TAB_MAXCOL];   /* [ncol][n] */
+} rp_tab;
 
 /* Scalar summaries of a case's metrics (NaN / -1 where absent). */
 typedef struct {
@@ -69,17 +97,29 @@ typedef struct {
     /* timings: min, median, max across ranks, per RP_T_* (NaN if absent) */
     double tmin[RP_T_COUNT], tmed[RP_T_COUNT], tmax[RP_T_COUNT];
     int64_t timing_ranks;
-    rp_series s[RP_S_COUNT]; /* s[RP_S_ENTROPY] unused: entropy is x/y above */
+    rp_tab tab[RP_TAB_COUNT];
     /* pair_share/share [share_bins][share_pairs] and its bin distances (probe) */
     double *share, *share_dist;
     int64_t share_bins, share_pairs;
+    int64_t rotary_pairs; /* rotary_dim / 2 (-1 if unknown) */
     rp_metrics met;
     int has_metrics;
 } rp_case;
 
+/* The /bench group of `ropebench bench -o` (docs/results-format.md), n = 0 if absent. */
+enum { RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS, RP_BENCH_MEDIAN,
+       RP_BENCH_GFLOPS, RP_BENCH_GBPS, RP_BENCH_FRACTION, RP_BENCH_CV };
+extern const rp_tab_spec rp_bench_spec;
+typedef struct {
+    rp_tab t;                      /* numeric columns (rp_bench_spec) */
+    char **kernel, **dtype, **bench; /* string columns, t.n each */
+    rp_attrs attrs;                /* attributes of /bench */
+} rp_bench;
+
 typedef struct {
     char *path;
     rp_attrs root, prov;
+    rp_bench bench;
     char **rank_host, **rank_binding, **hosts;
     size_t nrank_host, nrank_binding, nhosts;
     size_t *topo_xml_len; /* length of each host's hwloc XML */
@@ -102,11 +142,28 @@ typedef struct {
 int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen);
 void rp_file_free(rp_file *f);
 
-/* A plot: the cases of one (seq_len, mode, dataset) group. */
-#define RP_HEATMAP RP_S_COUNT /* rp_plot.kind of a per-case pair-share heat map */
+/* Kinds of plot (report_plot.c says what each shows), in the order of the report. */
+enum {
+    RP_K_ENTROPY,     /* rows/entropy against position (metric 3) */
+    RP_K_D,           /* metric 2: D */
+    RP_K_BANDS,       /* metric 2: D and its bands, one panel per method */
+    RP_K_OOD,         /* metric 2: ood fractions */
+    RP_K_TURNS,       /* metric 1: turns per pair (analytic) */
+    RP_K_DECAY,       /* metric 4: mean score (probe) */
+    RP_K_BOUNDS,      /* metric 4: B and the RoFormer bound (analytic) */
+    RP_K_NEEDLE_RANK, /* metric 6 */
+    RP_K_NEEDLE_MASS, /* metric 6 */
+    RP_K_PRECISION,   /* metric 7, one panel per method */
+    RP_K_FLOOR,       /* metric 8 */
+    RP_K_COUNT
+};
+#define RP_HEATMAP RP_K_COUNT /* rp_plot.kind of a per-case pair-share heat map */
+
+/* A plot: the cases of one (seq_len, mode, dataset) group, or of one seq_len for the
+ * analytic kinds (one case per method). */
 
 typedef struct {
-    int kind; /* RP_S_*, or RP_HEATMAP (one case: idx[0]) */
+    int kind; /* RP_K_*, or RP_HEATMAP (one case: idx[0]) */
     int64_t seq_len;
     char mode[32], dataset[64];
     size_t *idx; /* indices into rp_file.cases (complete cases with points) */
@@ -133,6 +190,28 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
                 const char *plot_note, char *err, size_t errlen);
 int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
                   const char *plot_note, char *err, size_t errlen);
+
+/* Table output (report_tables.c), Markdown (html = 0) or HTML (html = 1). Text from
+ * the file is escaped: rp_html_esc for HTML, rp_md_esc for a Markdown table cell (no
+ * line breaks, pipes or raw HTML). rp_fmt_num prints v with printf format f, "n/a" for
+ * NaN. rp_table_head writes the header row of ncol columns; rows are then written with
+ * rp_cell_text / rp_cell_num between "<tr>"/"|" and "</tr>"/newline, and an HTML table
+ * is closed with "</table>". */
+void rp_html_esc(FILE *o, const char *s);
+void rp_md_esc(FILE *o, const char *s);
+void rp_fmt_num(char *b, size_t n, double v, const char *f);
+void rp_table_head(FILE *o, int html, const char *const *cols, int ncol);
+void rp_cell_text(FILE *o, int html, const char *s);
+void rp_cell_num(FILE *o, int html, double v, const char *fmt);
+
+/* The metric tables (metrics 1, 2, 4-8) of one representative case per method: the
+ * longest sequence, probe before full mode, then file order; long tables show every
+ * k-th row and the last. Nothing is written when no case has a metric table. */
+void rp_write_metric_tables(FILE *o, const rp_file *f, int html);
+
+/* The throughput table of the /bench group (nothing if the file has none): one row per
+ * benchmark with its % of the FMA peak (causal) or of the triad (probe, rope). */
+void rp_write_bench(FILE *o, const rp_file *f, int html);
 
 /* Label safe for gnuplot and the file system: [A-Za-z0-9 ._+=,-], others -> '_'. */
 void rp_safe_label(char *dst, size_t len, const char *src);

@@ -1,4 +1,4 @@
-/* report_plot.c — groups complete cases by (seq_len, mode, dataset) and renders entropy-vs-position plots to SVG with gnuplot. */
+/* report_plot.c — groups complete cases (by seq_len, mode and dataset; by seq_len for the analytic metrics) and renders entropy, metric line/panel plots and pair-share heat maps to SVG with gnuplot. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -39,41 +39,130 @@ static void safe_name(char *dst, size_t len, const char *src)
             *p = '_';
 }
 
-/* What each kind of plot shows. */
-static const struct {
+/* What each kind of plot shows: columns of one of the case's tables (tab -1: the
+ * entropy rows, x = column 0, y = column 1). Without panels every case is a colour and
+ * every y column a dash type; with panels every case (method) is a panel and every y
+ * column a colour. Analytic kinds depend on the schedule only: one plot per seq_len
+ * with the first case of each method. Rows with a non-zero flag column get a circle;
+ * hline_title != NULL draws the horizontal line y = hline. */
+typedef struct {
     const char *file;   /* SVG name prefix */
     const char *xlabel, *ylabel;
     const char *caption; /* first sentence of the caption */
-    int logx, points;
-} kinds[RP_S_COUNT] = {
-    {"entropy", "query position", "attention entropy (nats, mean over heads)",
-     "Attention entropy (nats, mean over heads) against query position, log x axis", 1, 0},
-    {"phase-distance", "distance (tokens)", "D: phase distance to the trained set (rad)",
-     "Phase distance D to the trained set (rad, amplitude-weighted RMS of wrapped phase "
-     "differences, minimised over trained distances) against distance, log x axis", 1, 0},
-    {"decay", "distance (tokens)", "mean score over (probe row, key) pairs",
-     "Mean attention score over all (probe row, key) pairs per distance bin, log x axis", 1, 0},
-    {"needle-rank", "needle distance (tokens)", "rank of the needle score (1 = hit)",
-     "Rank of each needle's score among the keys its query sees (1 = retrieved), against "
-     "needle distance, log x axis, all heads", 1, 1},
-    {"precision", "query position", "max phase error of fp32 phases (rad)",
-     "Largest phase error of fp32 phases (float pos * float inv_freq) against exact phases, "
-     "per probe row, log x axis", 1, 0},
+    int tab, x, ny, y[4];
+    const char *yname[4];
+    int logx, logy, points, absy, analytic, panels;
+    int flag;
+    const char *flag_title;
+    double hline;
+    const char *hline_title;
+} rp_kind;
+
+static const rp_kind kinds[RP_K_COUNT] = {
+    [RP_K_ENTROPY] = {"entropy", "query position", "attention entropy (nats, mean over heads)",
+                      "Attention entropy (nats, mean over heads) against query position, log x "
+                      "axis",
+                      -1, 0, 1, {1}, {""}, .logx = 1},
+    [RP_K_D] = {"phase-distance", "distance (tokens)",
+                "D: phase distance to the trained set (rad)",
+                "Phase distance D to the trained set (rad, amplitude-weighted RMS of wrapped "
+                "phase differences, minimised over trained distances) against distance, log x "
+                "axis",
+                RP_TAB_PHASE, RP_PHASE_DIST, 1, {RP_PHASE_D}, {""}, .logx = 1},
+    [RP_K_BANDS] = {"phase-bands", "distance (tokens)", "phase distance (rad)",
+                    "Phase distance D and its YaRN frequency bands (D_high: wavelength < "
+                    "L0/beta_fast, D_mid, D_low: wavelength > L0/beta_slow; each minimised "
+                    "over trained distances on its own, NaN bands not drawn) against distance, "
+                    "log x axis",
+                    RP_TAB_PHASE, RP_PHASE_DIST, 4,
+                    {RP_PHASE_D, RP_PHASE_D_HIGH, RP_PHASE_D_MID, RP_PHASE_D_LOW},
+                    {"D", "D_high", "D_mid", "D_low"}, .logx = 1, .panels = 1},
+    [RP_K_OOD] = {"ood-fraction", "distance (tokens)", "fraction of pairs past their trained phases",
+                  "Fraction of rotary pairs that distance drives past the phases they saw in "
+                  "training (solid: by count, ood_frac_count; dashed: by score energy E[rho_j], "
+                  "ood_frac_energy), log x axis",
+                  RP_TAB_PHASE, RP_PHASE_DIST, 2, {RP_PHASE_OOD_COUNT, RP_PHASE_OOD_ENERGY},
+                  {"count", "energy"}, .logx = 1},
+    [RP_K_TURNS] = {"pair-turns", "rotary pair j (0 = highest frequency)",
+                    "turns at the longest distance, phi_j / 2pi",
+                    "Turns phi_j/2pi = theta'_j (L-1)/2pi of each rotary pair at the case's "
+                    "longest distance, log y axis; circles: ood pairs (trained span Phi_j < 2pi "
+                    "and phi_j > Phi_j); dashed line: one full turn",
+                    RP_TAB_PAIRS, RP_PAIRS_J, 1, {RP_PAIRS_TURNS}, {""}, .logy = 1,
+                    .analytic = 1, .flag = RP_PAIRS_OOD, .flag_title = "ood pair",
+                    .hline = 1.0, .hline_title = "one turn (2pi)"},
+    [RP_K_DECAY] = {"decay", "distance (tokens)", "mean score over (probe row, key) pairs",
+                    "Mean attention score over all (probe row, key) pairs per distance bin, "
+                    "log x axis",
+                    RP_TAB_DECAY, RP_DECAY_DIST, 1, {RP_DECAY_MEAN}, {""}, .logx = 1},
+    [RP_K_BOUNDS] = {"decay-bounds", "distance (tokens)", "dimensionless",
+                     "Analytic score-decay bounds beside the measured mean score: Men et al.'s "
+                     "B(distance) = sum_j cos(distance theta'_j) (solid) and the RoFormer "
+                     "relative upper bound (1/np) sum_i |S_i| (dashed), log x axis",
+                     RP_TAB_DECAY, RP_DECAY_DIST, 2, {RP_DECAY_B, RP_DECAY_ROFORMER},
+                     {"B", "RoFormer bound"}, .logx = 1, .analytic = 1,
+                     .hline = 0.0, .hline_title = "B = 0"},
+    [RP_K_NEEDLE_RANK] = {"needle-rank", "needle distance (tokens)",
+                          "rank of the needle score (1 = hit)",
+                          "Rank of each needle's score among the keys its query sees (1 = "
+                          "retrieved), against needle distance, log x axis, all heads",
+                          RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_RANK}, {""}, .logx = 1,
+                          .points = 1},
+    [RP_K_NEEDLE_MASS] = {"needle-mass", "needle distance (tokens)",
+                          "attention mass on the needle",
+                          "Attention mass exp(s_needle - lse) each query puts on its needle, "
+                          "against needle distance, log x and y axes, all heads",
+                          RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_MASS}, {""}, .logx = 1,
+                          .logy = 1, .points = 1},
+    [RP_K_PRECISION] = {"precision", "query position", "error (rad, logit units, nats) or ratio",
+                        "Effect of fp32 phases (float pos * float inv_freq) against exact phases "
+                        "per probe row, max over heads: phase_err_max (rad), score_err_max "
+                        "(logit units), |entropy_err| (nats) and bound_ratio_max (measured "
+                        "score error / bound, <= 1), log x and y axes (zeros not drawn)",
+                        RP_TAB_PRECISION, RP_PREC_POS, 4,
+                        {RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND},
+                        {"phase_err_max", "score_err_max", "|entropy_err|", "bound_ratio_max"},
+                        .logx = 1, .logy = 1, .absy = 1, .panels = 1},
+    [RP_K_FLOOR] = {"softmax-floor", "query position", "min weight * n / exp(-2R)",
+                    "Softmax floor: measured min weight * n over exp(-2R) per probe row (min "
+                    "over heads; >= 1 always), log x and y axes",
+                    RP_TAB_FLOOR, RP_FLOOR_POS, 1, {RP_FLOOR_RATIO}, {""}, .logx = 1,
+                    .logy = 1, .hline = 1.0, .hline_title = "ratio 1"},
 };
 
-/* Series of kind k of a case. */
-static void series_of(const rp_case *c, int k, const double **x, const double **y,
-                      int64_t *n)
+/* The table a kind reads from a case (tab -1: the entropy rows as two columns). */
+static rp_tab kind_tab(const rp_case *c, const rp_kind *k)
 {
-    if (k == RP_S_ENTROPY) {
-        *x = c->x;
-        *y = c->y;
-        *n = c->npts;
-    } else {
-        *x = c->s[k].x;
-        *y = c->s[k].y;
-        *n = c->s[k].n;
+    rp_tab t;
+    if (k->tab >= 0)
+        return c->tab[k->tab];
+    memset(&t, 0, sizeof t);
+    t.n = c->npts;
+    t.col[0] = c->x;
+    t.col[1] = c->y;
+    return t;
+}
+
+/* Value v as drawn (|v| if absv), NaN where the axis cannot show it. */
+static double axis_value(double v, int absv, int logaxis)
+{
+    if (absv)
+        v = fabs(v);
+    return isfinite(v) && (!logaxis || v > 0) ? v : NAN;
+}
+
+/* Whether case c has at least one point that kind k can draw. */
+static int has_points(const rp_case *c, const rp_kind *k)
+{
+    rp_tab t = kind_tab(c, k);
+    for (int64_t i = 0; i < t.n; i++) {
+        if (isnan(axis_value(t.col[k->x][i], 0, k->logx)))
+            continue;
+        for (int j = 0; j < k->ny; j++)
+            if (!isnan(axis_value(t.col[k->y[j]][i], k->absy, k->logy)))
+                return 1;
     }
+    return 0;
 }
 
 /* rp_plot_caption: see report_int.h. */
@@ -86,21 +175,45 @@ void rp_plot_caption(char *b, size_t n, const rp_plot *p)
                  p->case_name);
         return;
     }
-    snprintf(b, n, "%s: seq_len %lld, %s mode, %s data; one line per method.%s%s",
-             kinds[p->kind].caption, (long long)p->seq_len, p->mode, p->dataset,
-             p->kind == RP_S_ENTROPY ? " Position 0 (a single visible key, entropy 0) is not "
+    const rp_kind *k = &kinds[p->kind];
+    char where[200];
+    if (k->analytic)
+        snprintf(where, sizeof where, "seq_len %lld (analytic: the schedule alone decides it, "
+                                      "so every mode and dataset gives the same curve)",
+                 (long long)p->seq_len);
+    else
+        snprintf(where, sizeof where, "seq_len %lld, %s mode, %s data", (long long)p->seq_len,
+                 p->mode, p->dataset);
+    snprintf(b, n, "%s: %s; %s.%s%s", k->caption, where,
+             k->panels ? "one panel per method" : "one line per method",
+             p->kind == RP_K_ENTROPY ? " Position 0 (a single visible key, entropy 0) is not "
                                        "shown."
                                      : "",
-             p->kind == RP_S_ENTROPY && p->binned
+             p->kind == RP_K_ENTROPY && p->binned
                  ? " Cases with more than 512 rows are drawn as log-binned means (8 bins per "
                    "octave of position) so that the SVG stays small."
                  : "");
 }
 
+/* Whether case a belongs to plot p of the given kind: same seq_len, and for kinds that
+ * are not analytic the same mode and dataset. */
 static int group_cmp(const rp_case *a, int kind, const rp_plot *p)
 {
-    return p->kind == kind && a->seq_len == p->seq_len && strcmp(a->mode, p->mode) == 0 &&
-           strcmp(a->dataset, p->dataset) == 0;
+    return p->kind == kind && a->seq_len == p->seq_len &&
+           (kinds[kind].analytic ||
+            (strcmp(a->mode, p->mode) == 0 && strcmp(a->dataset, p->dataset) == 0));
+}
+
+/* Whether plot p (analytic) already has a case of a's method and factor. */
+static int has_method(const rp_file *f, const rp_case *a, const rp_plot *p)
+{
+    for (size_t j = 0; j < p->n; j++) {
+        const rp_case *b = &f->cases[p->idx[j]];
+        if (strcmp(a->method, b->method) == 0 &&
+            (a->factor == b->factor || (isnan(a->factor) && isnan(b->factor))))
+            return 1;
+    }
+    return 0;
 }
 
 static int plot_order(const void *x, const void *y)
@@ -263,6 +376,97 @@ cleanup:
     return rc;
 }
 
+/* Write the data file of case j of plot k (columns x, the y columns as drawn, the flag;
+ * "NaN" where a value cannot be drawn). */
+static int write_dat(const rp_case *c, const rp_kind *kd, size_t k, size_t j, const char *tmp,
+                     char *err, size_t errlen)
+{
+    char fn[4200];
+    rp_tab t = kind_tab(c, kd);
+    snprintf(fn, sizeof fn, "%s/p%zu_%zu.dat", tmp, k, j);
+    FILE *dat = fopen(fn, "w");
+    if (!dat)
+        return rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
+    for (int64_t i = 0; i < t.n; i++) {
+        const double x = axis_value(t.col[kd->x][i], 0, kd->logx);
+        if (isnan(x))
+            continue;
+        fprintf(dat, "%.17g", x);
+        for (int y = 0; y < kd->ny; y++) {
+            const double v = axis_value(t.col[kd->y[y]][i], kd->absy, kd->logy);
+            fprintf(dat, isnan(v) ? " NaN" : " %.17g", v);
+        }
+        fprintf(dat, " %d\n", kd->flag_title && t.col[kd->flag][i] != 0 &&
+                                      !isnan(t.col[kd->flag][i]));
+    }
+    if (fclose(dat) != 0)
+        return rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
+    return RB_OK;
+}
+
+/* The gnuplot commands and data files of line plot k (not a heat map). */
+static int plot_lines(const rp_file *f, const rp_plot *pl, size_t k, const char *tmp, FILE *gp,
+                      char *err, size_t errlen)
+{
+    const rp_kind *kd = &kinds[pl->kind];
+    char mode[40], ds[80], title[200];
+    rp_safe_label(mode, sizeof mode, pl->mode);
+    rp_safe_label(ds, sizeof ds, pl->dataset);
+    if (kd->analytic)
+        snprintf(title, sizeof title, "seq_len %lld (analytic)", (long long)pl->seq_len);
+    else
+        snprintf(title, sizeof title, "seq_len %lld, %s mode, %s data",
+                 (long long)pl->seq_len, mode, ds);
+    const int cols = kd->panels && pl->n > 1 ? 2 : 1;
+    const int rows = kd->panels ? (int)((pl->n + (size_t)cols - 1) / (size_t)cols) : 1;
+    fprintf(gp, "reset\nset terminal svg size 820,%d dynamic font 'sans,11' "
+                "background '#ffffff'\n",
+            kd->panels ? 60 + 300 * rows : 480);
+    fprintf(gp, "set output 'p%zu.svg'\n%s%sset grid\n", k, kd->logx ? "set logscale x 10\n" : "",
+            kd->logy ? "set logscale y 10\n" : "");
+    /* the key: outside the lines beside a single plot; in the first panel only (opaque,
+     * over the grid) for panels, since every panel draws the same columns */
+    fprintf(gp, "set xlabel '%s'\nset ylabel '%s'\nset key %s noenhanced\n", kd->xlabel,
+            kd->ylabel, kd->panels ? "left top opaque box font ',9'" : "outside right top");
+    if (kd->panels)
+        fprintf(gp, "set multiplot layout %d,%d title '%s' noenhanced\n", rows, cols, title);
+    else
+        fprintf(gp, "set title '%s' noenhanced\nplot ", title);
+    for (size_t j = 0; j < pl->n; j++) {
+        const rp_case *c = &f->cases[pl->idx[j]];
+        int rc = write_dat(c, kd, k, j, tmp, err, errlen);
+        if (rc != RB_OK)
+            return rc;
+        char m[80], lab[96];
+        rp_safe_label(m, sizeof m, c->method);
+        snprintf(lab, sizeof lab, "%s x%g", m, c->factor);
+        if (kd->panels)
+            fprintf(gp, "set title '%s' noenhanced\nplot ", lab);
+        for (int y = 0; y < kd->ny; y++) {
+            const int first = kd->panels ? y == 0 : j == 0 && y == 0;
+            fprintf(gp, "%s'p%zu_%zu.dat' using 1:%d with %s lt %d dt %d title '%s%s%s'",
+                    first ? "" : ", \\\n     ", k, j, 2 + y,
+                    kd->points ? "points pt 7 ps 0.8" : "linespoints pt 7 ps 0.35 lw 1.5",
+                    kd->panels ? y + 1 : (int)j + 1, kd->panels ? 1 : y + 1,
+                    kd->panels ? "" : lab, kd->panels || kd->ny == 1 ? "" : ", ",
+                    kd->ny == 1 ? "" : kd->yname[y]);
+        }
+        if (kd->flag_title)
+            fprintf(gp, ", \\\n     'p%zu_%zu.dat' using 1:($%d > 0 ? $2 : 1/0) with points pt 6 "
+                        "ps 1.4 lc rgb '#000000' %s%s%s",
+                    k, j, 2 + kd->ny, j == 0 || kd->panels ? "title '" : "notitle",
+                    j == 0 || kd->panels ? kd->flag_title : "", j == 0 || kd->panels ? "'" : "");
+        if (kd->panels || j + 1 == pl->n) {
+            if (kd->hline_title)
+                fprintf(gp, ", \\\n     %.17g with lines dt 2 lw 1.5 lc rgb '#555555' title '%s'",
+                        kd->hline, kd->hline_title);
+            fprintf(gp, "\n%s", kd->panels ? "unset key\n" : "");
+        }
+    }
+    fprintf(gp, "%sunset output\n", kd->panels ? "unset multiplot\n" : "");
+    return RB_OK;
+}
+
 /* rp_plots_render: see report_int.h. */
 int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                     size_t *nplots, char *err, size_t errlen)
@@ -275,18 +479,18 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
     *plots = NULL;
     *nplots = 0;
 
-    /* Groups: one plot per (kind, seq_len, mode, dataset) with data. */
-    for (int kind = 0; kind < RP_S_COUNT; kind++)
+    /* Groups: one plot per (kind, seq_len, mode, dataset), or per (kind, seq_len) for the
+     * analytic kinds, holding the cases with something to draw. */
+    for (int kind = 0; kind < RP_K_COUNT; kind++)
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
-        const double *sx, *sy;
-        int64_t sn;
-        series_of(c, kind, &sx, &sy, &sn);
-        if (!c->complete || c->problem || sn == 0)
+        if (!c->complete || c->problem || !has_points(c, &kinds[kind]))
             continue;
         size_t k = 0;
         while (k < np && !group_cmp(c, kind, &p[k]))
             k++;
+        if (k < np && kinds[kind].analytic && has_method(f, c, &p[k]))
+            continue;
         if (k == np) {
             rp_plot *n2 = realloc(p, (np + 1) * sizeof *p);
             if (!n2) {
@@ -297,8 +501,10 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             memset(&p[np], 0, sizeof *p);
             p[np].kind = kind;
             p[np].seq_len = c->seq_len;
-            snprintf(p[np].mode, sizeof p[np].mode, "%s", c->mode);
-            snprintf(p[np].dataset, sizeof p[np].dataset, "%s", c->dataset);
+            if (!kinds[kind].analytic) {
+                snprintf(p[np].mode, sizeof p[np].mode, "%s", c->mode);
+                snprintf(p[np].dataset, sizeof p[np].dataset, "%s", c->dataset);
+            }
             np++;
         }
         size_t *n3 = realloc(p[k].idx, (p[k].n + 1) * sizeof *n3);
@@ -308,7 +514,7 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         }
         p[k].idx = n3;
         p[k].idx[p[k].n++] = i;
-        if (kind == RP_S_ENTROPY)
+        if (kind == RP_K_ENTROPY)
             p[k].binned |= c->binned;
     }
     if (np > 1)
@@ -357,9 +563,6 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         goto cleanup;
     }
     for (size_t k = 0; k < np; k++) {
-        char mode[40], ds[80], lab[96];
-        rp_safe_label(mode, sizeof mode, p[k].mode);
-        rp_safe_label(ds, sizeof ds, p[k].dataset);
         if (p[k].kind == RP_HEATMAP) {
             const rp_case *c = &f->cases[p[k].idx[0]];
             snprintf(fn, sizeof fn, "%s/p%zu_0.dat", tmp, k);
@@ -402,44 +605,9 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             fprintf(gp, "splot 'p%zu_0.dat' using 1:2:3 with pm3d\nunset output\n", k);
             continue;
         }
-        fprintf(gp, "reset\nset terminal svg size 820,480 dynamic font 'sans,11' "
-                    "background '#ffffff'\n");
-        fprintf(gp, "set output 'p%zu.svg'\n%sset grid\n", k,
-                kinds[p[k].kind].logx ? "set logscale x 10\n" : "");
-        fprintf(gp, "set xlabel '%s'\nset ylabel '%s'\n", kinds[p[k].kind].xlabel,
-                kinds[p[k].kind].ylabel);
-        fprintf(gp, "set title 'seq_len %lld, %s mode, %s data' noenhanced\n",
-                (long long)p[k].seq_len, mode, ds);
-        fprintf(gp, "set key left top noenhanced\nplot ");
-        for (size_t j = 0; j < p[k].n; j++) {
-            const rp_case *c = &f->cases[p[k].idx[j]];
-            snprintf(fn, sizeof fn, "%s/p%zu_%zu.dat", tmp, k, j);
-            if (!(dat = fopen(fn, "w"))) {
-                rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
-                goto cleanup;
-            }
-            const double *sx, *sy;
-            int64_t sn;
-            series_of(c, p[k].kind, &sx, &sy, &sn);
-            for (int64_t i = 0; i < sn; i++)
-                if (isfinite(sx[i]) && isfinite(sy[i]) && (!kinds[p[k].kind].logx || sx[i] > 0))
-                    fprintf(dat, "%.17g %.17g\n", sx[i], sy[i]);
-            if (fclose(dat) != 0) {
-                dat = NULL;
-                rc = rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
-                goto cleanup;
-            }
-            dat = NULL;
-            char m[80];
-            rp_safe_label(m, sizeof m, c->method);
-            snprintf(lab, sizeof lab, "%s x%g", m, c->factor);
-            fprintf(gp, "%s'p%zu_%zu.dat' using 1:2 with %s title '%s'",
-                    j ? ", \\\n     " : "", k, j,
-                    kinds[p[k].kind].points ? "points pt 7 ps 0.8"
-                                            : "linespoints pt 7 ps 0.35 lw 1.5",
-                    lab);
-        }
-        fprintf(gp, "\nunset output\n");
+        rc = plot_lines(f, &p[k], k, tmp, gp, err, errlen);
+        if (rc != RB_OK)
+            goto cleanup;
     }
     if (fclose(gp) != 0) {
         gp = NULL;
@@ -468,6 +636,9 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             char cn[80];
             safe_name(cn, sizeof cn, p[k].case_name);
             snprintf(p[k].svg_name, sizeof p[k].svg_name, "share-%.80s.svg", cn);
+        } else if (kinds[p[k].kind].analytic) {
+            snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld.svg",
+                     kinds[p[k].kind].file, (long long)p[k].seq_len);
         } else {
             snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld-%.12s-%.16s.svg",
                      kinds[p[k].kind].file, (long long)p[k].seq_len, mode, ds);

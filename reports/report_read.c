@@ -531,26 +531,142 @@ cleanup:
     free(lse);
 }
 
-/* Read series y(x) from two 1-D datasets of the same length (missing: n = 0). */
-static void series_read(hid_t g, const char *xp, const char *yp, rp_series *s)
+/* rp_tab_specs: see report_int.h (dataset names as bench/metrics.c writes them). */
+const rp_tab_spec rp_tab_specs[RP_TAB_COUNT] = {
+    [RP_TAB_PAIRS] = {"phase/pairs", 8, {"=j", "inv_freq_base", "inv_freq", "wavelength",
+                                          "trained_span", "max_phase", "turns", "ood"}},
+    [RP_TAB_PHASE] = {"phase/by_distance", 7, {"distance", "D", "D_high", "D_mid", "D_low",
+                                                "ood_frac_count", "ood_frac_energy"}},
+    [RP_TAB_DECAY] = {"decay/by_distance", 6, {"distance", "count", "mean_score",
+                                                "std_score", "roformer_bound", "B"}},
+    [RP_TAB_SHARE] = {"pair_share", 7, {"distance", "weight_sum", "=top_pair", "=top_share",
+                                         "=high", "=mid", "=low"}},
+    [RP_TAB_NEEDLES] = {"needles", 8, {"head", "query_pos", "needle_pos", "distance",
+                                        "score", "mass", "rank", "hit"}},
+    [RP_TAB_PRECISION] = {"precision", 5, {"position", "phase_err_max", "score_err_max",
+                                            "entropy_err", "bound_ratio_max"}},
+    [RP_TAB_FLOOR] = {"softmax_floor", 4, {"position", "min_weight_times_n", "floor",
+                                            "ratio"}},
+};
+
+/* rp_bench_spec: see report_int.h. */
+const rp_tab_spec rp_bench_spec = {"bench", 8, {"head_dim", "seq_len", "threads", "median_s",
+                                                "gflops", "gbps", "fraction_of_peak", "cv"}};
+
+static void tab_free(rp_tab *t)
 {
-    double *x = NULL, *y = NULL;
-    hsize_t dx[3], dy[3];
-    int nx = 0, ny = 0;
-    const char *why = "";
-    memset(s, 0, sizeof *s);
-    if (dset_f64(g, xp, &x, dx, &nx, &why) == RB_OK && dset_f64(g, yp, &y, dy, &ny, &why) == RB_OK &&
-        nx == 1 && ny == 1 && dx[0] == dy[0]) {
-        s->x = x;
-        s->y = y;
-        s->n = (int64_t)dx[0];
-        return;
-    }
-    free(x);
-    free(y);
+    for (int k = 0; k < RP_TAB_MAXCOL; k++)
+        free(t->col[k]);
+    memset(t, 0, sizeof *t);
 }
 
-/* Metric series and summaries of a complete case (any group may be missing). */
+/* Read the columns of spec under loc into t. The length n comes from the first stored
+ * (non-derived) column, which must exist; every other stored column must be 1-D of
+ * length n or is NaN-filled when missing; derived columns ('=') are NaN-filled for the
+ * caller to compute, and "=j" is the row index. Any mismatch leaves t empty. */
+static void tab_read(hid_t loc, const rp_tab_spec *spec, rp_tab *t)
+{
+    char path[160];
+    hsize_t dims[3];
+    int nd = 0, first = -1;
+    const char *why = "";
+    memset(t, 0, sizeof *t);
+    t->n = -1;
+    for (int k = 0; k < spec->ncol; k++) {
+        if (spec->cols[k][0] == '=')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", spec->group, spec->cols[k]);
+        if (H5Lexists(loc, spec->group, H5P_DEFAULT) <= 0 ||
+            dset_f64(loc, path, &t->col[k], dims, &nd, &why) != RB_OK) {
+            free(t->col[k]);
+            t->col[k] = NULL;
+            if (first < 0)
+                goto fail;
+            continue;
+        }
+        if (nd != 1 || (first >= 0 && (int64_t)dims[0] != t->n))
+            goto fail;
+        if (first < 0) {
+            first = k;
+            t->n = (int64_t)dims[0];
+        }
+    }
+    if (first < 0 || t->n <= 0)
+        goto fail;
+    for (int k = 0; k < spec->ncol; k++) {
+        if (t->col[k])
+            continue;
+        if (!(t->col[k] = malloc((size_t)t->n * sizeof(double))))
+            goto fail;
+        for (int64_t i = 0; i < t->n; i++)
+            t->col[k][i] = strcmp(spec->cols[k], "=j") == 0 ? (double)i : NAN;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return;
+fail:
+    tab_free(t);
+    H5Eclear2(H5E_DEFAULT);
+}
+
+/* Summary of pair_share per distance bin (RP_TAB_SHARE): the pair with the largest
+ * |share| and that share, and the sum of the shares of the pairs of each YaRN band
+ * (phase/by_distance/band: 0 high, 1 mid, 2 low frequency). */
+static void share_summary(hid_t g, rp_case *c)
+{
+    rp_tab *t = &c->tab[RP_TAB_SHARE];
+    double *band = NULL;
+    hsize_t dims[3];
+    int nd = 0;
+    const char *why = "";
+    if (!c->share || t->n != c->share_bins) {
+        tab_free(t);
+        return;
+    }
+    if (dset_f64(g, "phase/by_distance/band", &band, dims, &nd, &why) != RB_OK || nd != 1 ||
+        (int64_t)dims[0] != c->share_pairs) {
+        free(band);
+        band = NULL;
+    }
+    for (int64_t b = 0; b < t->n; b++) {
+        const double *row = c->share + b * c->share_pairs;
+        int64_t top = -1;
+        double sum[3] = {0, 0, 0};
+        int seen[3] = {0, 0, 0};
+        for (int64_t j = 0; j < c->share_pairs; j++) {
+            if (!isfinite(row[j]))
+                continue;
+            if (top < 0 || fabs(row[j]) > fabs(row[top]))
+                top = j;
+            int k = band ? (int)band[j] : -1;
+            if (k >= 0 && k < 3) {
+                sum[k] += row[j];
+                seen[k] = 1;
+            }
+        }
+        t->col[RP_SHARE_TOP_PAIR][b] = top < 0 ? NAN : (double)top;
+        t->col[RP_SHARE_TOP][b] = top < 0 ? NAN : row[top];
+        for (int k = 0; k < 3; k++)
+            t->col[RP_SHARE_HIGH + k][b] = seen[k] ? sum[k] : NAN;
+    }
+    free(band);
+    H5Eclear2(H5E_DEFAULT);
+}
+
+/* Largest (op 0), smallest (op 1) or largest absolute (op 2) non-NaN value of a column;
+ * NaN if the table is absent or holds only NaN. */
+static double col_reduce(const rp_tab *t, int col, int op)
+{
+    double r = NAN;
+    for (int64_t i = 0; i < t->n; i++) {
+        double x = op == 2 ? fabs(t->col[col][i]) : t->col[col][i];
+        if (isnan(x))
+            continue;
+        r = isnan(r) ? x : op == 1 ? fmin(r, x) : fmax(r, x);
+    }
+    return r;
+}
+
+/* Metric tables and summaries of a complete case (any group may be missing). */
 static void case_read_metrics(hid_t g, rp_case *c)
 {
     rp_metrics *m = &c->met;
@@ -561,12 +677,9 @@ static void case_read_metrics(hid_t g, rp_case *c)
     m->critical_pair = m->first_negative_B = -1;
     m->d_leaves_zero = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
     m->entropy_err_max = m->floor_ratio_min = m->bound_ratio_max = NAN;
-    series_read(g, "phase/by_distance/distance", "phase/by_distance/D", &c->s[RP_S_D]);
-    series_read(g, "decay/by_distance/distance", "decay/by_distance/mean_score",
-                &c->s[RP_S_DECAY]);
-    series_read(g, "precision/position", "precision/phase_err_max", &c->s[RP_S_PRECISION]);
-    series_read(g, "needles/distance", "needles/rank", &c->s[RP_S_NEEDLE]);
-    c->has_metrics = c->s[RP_S_D].n > 0;
+    for (int k = 0; k < RP_TAB_COUNT; k++)
+        tab_read(g, &rp_tab_specs[k], &c->tab[k]);
+    c->has_metrics = c->tab[RP_TAB_PHASE].n > 0;
     {
         double *sh = NULL, *sd = NULL;
         hsize_t d2[3], d1[3];
@@ -583,6 +696,7 @@ static void case_read_metrics(hid_t g, rp_case *c)
             free(sd);
         }
     }
+    share_summary(g, c);
     hid_t sub;
     if (H5Lexists(g, "phase", H5P_DEFAULT) > 0 && H5Lexists(g, "phase/pairs", H5P_DEFAULT) > 0 &&
         (sub = H5Gopen2(g, "phase/pairs", H5P_DEFAULT)) >= 0) {
@@ -596,44 +710,25 @@ static void case_read_metrics(hid_t g, rp_case *c)
         H5Gclose(sub);
     }
     H5Eclear2(H5E_DEFAULT);
-    const rp_series *D = &c->s[RP_S_D];
+    const rp_tab *D = &c->tab[RP_TAB_PHASE];
     for (int64_t i = 0; i < D->n; i++)
-        if (D->y[i] > 1e-9) {
-            m->d_leaves_zero = D->x[i];
+        if (D->col[RP_PHASE_D][i] > 1e-9) {
+            m->d_leaves_zero = D->col[RP_PHASE_DIST][i];
             break;
         }
     if (dset_f64(g, "entropy/by_position/mean", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0])
         m->entropy_last = a[dims[0] - 1];
     free(a);
-    a = NULL;
-    if (dset_f64(g, "needles/hit", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0]) {
+    const rp_tab *N = &c->tab[RP_TAB_NEEDLES];
+    if (N->n > 0) {
         double h = 0;
-        for (hsize_t i = 0; i < dims[0]; i++) h += a[i];
-        m->needle_hit_rate = h / (double)dims[0];
+        for (int64_t i = 0; i < N->n; i++) h += N->col[RP_NEEDLE_HIT][i];
+        m->needle_hit_rate = h / (double)N->n;
     }
-    free(a);
-    a = NULL;
-    static const struct {
-        const char *path;
-        int op; /* 0 max, 1 min, 2 max |x| */
-        size_t off;
-    } red[] = {{"precision/phase_err_max", 0, offsetof(rp_metrics, phase_err_max)},
-               {"precision/entropy_err", 2, offsetof(rp_metrics, entropy_err_max)},
-               {"softmax_floor/ratio", 1, offsetof(rp_metrics, floor_ratio_min)},
-               {"precision/bound_ratio_max", 0, offsetof(rp_metrics, bound_ratio_max)}};
-    for (size_t k = 0; k < sizeof red / sizeof red[0]; k++) {
-        if (dset_f64(g, red[k].path, &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0]) {
-            double r = red[k].op == 1 ? INFINITY : 0;
-            for (hsize_t i = 0; i < dims[0]; i++) {
-                double x = red[k].op == 2 ? fabs(a[i]) : a[i];
-                if (isnan(x)) continue;
-                r = red[k].op == 1 ? fmin(r, x) : fmax(r, x);
-            }
-            *(double *)((char *)m + red[k].off) = r;
-        }
-        free(a);
-        a = NULL;
-    }
+    m->phase_err_max = col_reduce(&c->tab[RP_TAB_PRECISION], RP_PREC_PHASE, 0);
+    m->entropy_err_max = col_reduce(&c->tab[RP_TAB_PRECISION], RP_PREC_ENTROPY, 2);
+    m->bound_ratio_max = col_reduce(&c->tab[RP_TAB_PRECISION], RP_PREC_BOUND, 0);
+    m->floor_ratio_min = col_reduce(&c->tab[RP_TAB_FLOOR], RP_FLOOR_RATIO, 1);
     H5Eclear2(H5E_DEFAULT);
 }
 
@@ -713,6 +808,60 @@ static void peaks_read(hid_t g, const char *name, double *sum, int64_t *nranks)
         *nranks = (int64_t)dims[0];
     }
     free(v);
+    H5Eclear2(H5E_DEFAULT);
+}
+
+/* ---- /bench ------------------------------------------------------------------------ */
+
+static void strv_free(char **s, size_t n)
+{
+    for (size_t i = 0; s && i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+static void bench_free(rp_bench *b)
+{
+    strv_free(b->kernel, (size_t)b->t.n);
+    strv_free(b->dtype, (size_t)b->t.n);
+    strv_free(b->bench, (size_t)b->t.n);
+    tab_free(&b->t);
+    attrs_free(&b->attrs);
+    memset(b, 0, sizeof *b);
+}
+
+/* The /bench group of `ropebench bench -o`: numeric columns, the three string columns
+ * (each as long as the numeric ones) and the attributes. Anything inconsistent leaves
+ * it empty: the report then has no benchmark table. */
+static void bench_read(hid_t fid, rp_bench *b)
+{
+    hid_t g = H5I_INVALID_HID;
+    size_t nk = 0, nd = 0, nb = 0;
+    memset(b, 0, sizeof *b);
+    if (H5Lexists(fid, "/bench", H5P_DEFAULT) <= 0)
+        goto cleanup;
+    tab_read(fid, &rp_bench_spec, &b->t);
+    if (b->t.n <= 0)
+        goto cleanup;
+    const int64_t n = b->t.n;
+    b->t.n = 0; /* the string vectors are freed with this length: set once all are read */
+    int ok = dset_strings(fid, "bench/kernel", &b->kernel, &nk) == RB_OK &&
+             dset_strings(fid, "bench/dtype", &b->dtype, &nd) == RB_OK &&
+             dset_strings(fid, "bench/bench", &b->bench, &nb) == RB_OK;
+    if (!ok || (int64_t)nk != n || (int64_t)nd != n || (int64_t)nb != n) {
+        strv_free(b->kernel, nk);
+        strv_free(b->dtype, nd);
+        strv_free(b->bench, nb);
+        b->kernel = b->dtype = b->bench = NULL;
+        tab_free(&b->t);
+        goto cleanup;
+    }
+    b->t.n = n;
+    if ((g = H5Gopen2(fid, "/bench", H5P_DEFAULT)) >= 0)
+        attrs_read(g, &b->attrs);
+cleanup:
+    if (g >= 0)
+        H5Gclose(g);
     H5Eclear2(H5E_DEFAULT);
 }
 
@@ -805,6 +954,7 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
         g = H5I_INVALID_HID;
     }
     H5Eclear2(H5E_DEFAULT);
+    bench_read(fid, &f->bench);
     if (H5Lexists(fid, "/cases", H5P_DEFAULT) > 0 &&
         (g = H5Gopen2(fid, "/cases", H5P_DEFAULT)) >= 0) {
         iter_ctx ctx = {f, RB_OK};
@@ -830,13 +980,6 @@ cleanup:
     return rc;
 }
 
-static void strv_free(char **s, size_t n)
-{
-    for (size_t i = 0; s && i < n; i++)
-        free(s[i]);
-    free(s);
-}
-
 /* rp_file_free: see report_int.h. */
 void rp_file_free(rp_file *f)
 {
@@ -849,6 +992,7 @@ void rp_file_free(rp_file *f)
     strv_free(f->rank_binding, f->nrank_binding);
     strv_free(f->hosts, f->nhosts);
     free(f->topo_xml_len);
+    bench_free(&f->bench);
     for (size_t i = 0; i < f->ncases; i++) {
         rp_case *c = &f->cases[i];
         free(c->name);
@@ -856,10 +1000,8 @@ void rp_file_free(rp_file *f)
         free(c->problem);
         free(c->x);
         free(c->y);
-        for (int k = 0; k < RP_S_COUNT; k++) {
-            free(c->s[k].x);
-            free(c->s[k].y);
-        }
+        for (int k = 0; k < RP_TAB_COUNT; k++)
+            tab_free(&c->tab[k]);
         free(c->share);
         free(c->share_dist);
     }

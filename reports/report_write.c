@@ -10,83 +10,6 @@
 #include "rb_reports.h"
 #include "report_int.h"
 
-static const char *timing_label[RP_T_COUNT] = {"setup", "compute", "comm wait", "merge",
-                                               "total"};
-
-/* ---- escaping ---------------------------------------------------------------------- */
-
-static void html_esc(FILE *o, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", o); break;
-        case '<': fputs("&lt;", o); break;
-        case '>': fputs("&gt;", o); break;
-        case '"': fputs("&quot;", o); break;
-        case '\'': fputs("&#39;", o); break;
-        default: fputc(*s, o);
-        }
-    }
-}
-
-/* A Markdown table cell: no line breaks, no pipes, no raw HTML. */
-static void md_esc(FILE *o, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '|': fputs("\\|", o); break;
-        case '\\': fputs("\\\\", o); break;
-        case '`': fputs("\\`", o); break;
-        case '<': fputs("&lt;", o); break;
-        case '>': fputs("&gt;", o); break;
-        case '&': fputs("&amp;", o); break;
-        case '\n':
-        case '\r': fputc(' ', o); break;
-        default: fputc(*s, o);
-        }
-    }
-}
-
-static void fmt_num(char *b, size_t n, double v, const char *f)
-{
-    if (isnan(v))
-        snprintf(b, n, "n/a");
-    else
-        snprintf(b, n, f, v);
-}
-
-/* A table of ncol columns, Markdown (html = 0) or HTML (html = 1): the header row
- * (after the intro paragraph), then rows of cells, then table_end. */
-static void table_head(FILE *o, int html, const char *const *cols, int ncol)
-{
-    fprintf(o, html ? "<table>\n<thead><tr>" : "|");
-    for (int j = 0; j < ncol; j++)
-        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
-    fprintf(o, html ? "</tr></thead>\n" : "\n|");
-    for (int j = 0; !html && j < ncol; j++)
-        fprintf(o, "---|");
-    fprintf(o, html ? "" : "\n");
-}
-
-/* A text cell, escaped for the format (strings come from the file). */
-static void cell_text(FILE *o, int html, const char *s)
-{
-    fprintf(o, html ? "<td>" : " ");
-    if (html)
-        html_esc(o, s);
-    else
-        md_esc(o, s);
-    fprintf(o, html ? "</td>" : " |");
-}
-
-/* A number cell (fmt_num: n/a for NaN). */
-static void cell_num(FILE *o, int html, double v, const char *fmt)
-{
-    char b[64];
-    fmt_num(b, sizeof b, v, fmt);
-    fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
-}
-
 static void fmt_timing(char *b, size_t n, const rp_case *c, int j)
 {
     if (isnan(c->tmed[j]))
@@ -152,6 +75,8 @@ static void write_tput(FILE *o, const rp_file *f, int html)
                                  "compute s (slowest rank)", "GFLOP/s", "% of FMA peak",
                                  "K/V GB/s (probe)", "% of triad"};
     const int ncol = (int)(sizeof cols / sizeof cols[0]);
+    if (count_complete(f) == 0)
+        return;
     fprintf(o, html ? "<h2>Throughput</h2>\n<p>" : "\n## Throughput\n\n");
     if (isfinite(f->peak_gflops))
         fprintf(o, "Peaks measured by this run on all %lld rank(s) at once: FMA %.1f GFLOP/s, "
@@ -163,7 +88,7 @@ static void write_tput(FILE *o, const rp_file *f, int html)
                "attribute) over the slowest rank's compute time; probe cases also show the "
                "K/V bytes streamed once per head.%s",
             html ? "</p>\n" : "\n\n");
-    table_head(o, html, cols, ncol);
+    rp_table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
         if (!c->complete || c->problem)
@@ -173,12 +98,55 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         const char *cells[3] = {c->name, c->kernel, c->dtype};
         fprintf(o, html ? "<tr>" : "|");
         for (int j = 0; j < 3; j++)
-            cell_text(o, html, cells[j]);
+            rp_cell_text(o, html, cells[j]);
         double nums[6] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
                           t.pct_triad};
         static const char *fmts[6] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f"};
         for (int j = 0; j < 6; j++)
-            cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
+            rp_cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
+/* The cases table (complete cases: means, timings), as Markdown (html = 0) or HTML
+ * (html = 1); a file without cases (ropebench bench -o alone) says so instead. */
+static void write_cases(FILE *o, const rp_file *f, int html)
+{
+    static const char *cols[] = {"case", "method", "factor", "seq_len", "mode", "dataset",
+                                 "rows", "mean entropy (nats)", "mean lse", "compute s",
+                                 "comm wait s", "merge s", "total s"};
+    char b[256];
+    fprintf(o, html ? "<h2>Cases</h2>\n<p>" : "\n## Cases\n\n");
+    if (f->ncases == 0) {
+        fprintf(o, "This file holds no cases: it was written by ropebench bench -o alone, so "
+                   "only its throughput table is shown.%s",
+                html ? "</p>\n" : "\n");
+        return;
+    }
+    fprintf(o, "Means are over heads and rows; timings are min / median / max across ranks, "
+               "in seconds.%s",
+            html ? "</p>\n" : "\n\n");
+    rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem)
+            continue;
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, c->name);
+        rp_cell_text(o, html, c->method);
+        rp_cell_num(o, html, c->factor, "%g");
+        rp_cell_num(o, html, (double)c->seq_len, "%.0f");
+        rp_cell_text(o, html, c->mode);
+        rp_cell_text(o, html, c->dataset);
+        rp_cell_num(o, html, (double)c->nrows_read, "%.0f");
+        rp_cell_num(o, html, c->mean_entropy, "%.6f");
+        rp_cell_num(o, html, c->mean_lse, "%.6f");
+        for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++) {
+            fmt_timing(b, sizeof b, c, j);
+            fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
+        }
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
@@ -203,14 +171,14 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
     fprintf(o, "Per case, from its metric groups (formulas in docs/metrics.md). n/a: not "
                "computed for this mode or dataset.%s",
             html ? "</p>\n" : "\n\n");
-    table_head(o, html, cols, ncol);
+    rp_table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
         const rp_case *c = &f->cases[i];
         if (!c->complete || c->problem || !c->has_metrics)
             continue;
         const rp_metrics *m = &c->met;
         fprintf(o, html ? "<tr>" : "|");
-        cell_text(o, html, c->name);
+        rp_cell_text(o, html, c->name);
         double v[9] = {m->critical_pair < 0 ? NAN : (double)m->critical_pair,
                        m->d_leaves_zero,
                        m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
@@ -223,7 +191,7 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         static const char *fmt[9] = {"%.0f", "%.0f", "%.0f", "%.4f", "%.2f",
                                      "%.3g", "%.3g", "%.3g", "%.3g"};
         for (int j = 0; j < 9; j++)
-            cell_num(o, html, v[j], fmt[j]);
+            rp_cell_num(o, html, v[j], fmt[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
@@ -233,14 +201,14 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
 int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
                 const char *plot_note, char *err, size_t errlen)
 {
-    char path[4200], b[256];
+    char path[4200];
     snprintf(path, sizeof path, "%s/report.md", outdir);
     FILE *o = fopen(path, "w");
     if (!o)
         return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
                        strerror(errno));
     fprintf(o, "# ropebench report\n\nResults file: `");
-    md_esc(o, f->path);
+    rp_md_esc(o, f->path);
     fprintf(o, "` — %zu complete case(s), %zu incomplete or unreadable.\n\n",
             count_complete(f), f->ncases - count_complete(f));
 
@@ -249,25 +217,25 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         if (strcmp(f->root.v[i].name, "config_text") == 0)
             continue;
         fprintf(o, "| ");
-        md_esc(o, f->root.v[i].name);
+        rp_md_esc(o, f->root.v[i].name);
         fprintf(o, " | ");
-        md_esc(o, f->root.v[i].value);
+        rp_md_esc(o, f->root.v[i].value);
         fprintf(o, " |\n");
     }
     for (size_t i = 0; i < f->prov.n; i++) {
         fprintf(o, "| provenance/");
-        md_esc(o, f->prov.v[i].name);
+        rp_md_esc(o, f->prov.v[i].name);
         fprintf(o, " | ");
-        md_esc(o, f->prov.v[i].value);
+        rp_md_esc(o, f->prov.v[i].value);
         fprintf(o, " |\n");
     }
     if (f->nrank_host) {
         fprintf(o, "\n### Ranks\n\n| rank | host | binding |\n|---|---|---|\n");
         for (size_t i = 0; i < f->nrank_host; i++) {
             fprintf(o, "| %zu | ", i);
-            md_esc(o, f->rank_host[i]);
+            rp_md_esc(o, f->rank_host[i]);
             fprintf(o, " | ");
-            md_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
+            rp_md_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
             fprintf(o, " |\n");
         }
     }
@@ -275,7 +243,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         fprintf(o, "\nhwloc topology XML stored in `/provenance/topology_xml` for: ");
         for (size_t i = 0; i < f->nhosts; i++) {
             fprintf(o, "%s", i ? ", " : "");
-            md_esc(o, f->hosts[i]);
+            rp_md_esc(o, f->hosts[i]);
             if (i < f->ntopo)
                 fprintf(o, " (%zu bytes)", f->topo_xml_len[i]);
         }
@@ -299,39 +267,11 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         fputc('\n', o);
     }
 
-    fprintf(o, "\n## Cases\n\nMeans are over heads and rows; timings are min / median / max "
-               "across ranks, in seconds.\n\n");
-    fprintf(o, "| case | method | factor | seq_len | mode | dataset | rows | mean entropy "
-               "(nats) | mean lse |");
-    for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++)
-        fprintf(o, " %s s |", timing_label[j]);
-    fprintf(o, "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i < f->ncases; i++) {
-        const rp_case *c = &f->cases[i];
-        if (!c->complete || c->problem)
-            continue;
-        fprintf(o, "| ");
-        md_esc(o, c->name);
-        fprintf(o, " | ");
-        md_esc(o, c->method);
-        fmt_num(b, sizeof b, c->factor, "%g");
-        fprintf(o, " | %s | %lld | ", b, (long long)c->seq_len);
-        md_esc(o, c->mode);
-        fprintf(o, " | ");
-        md_esc(o, c->dataset);
-        fprintf(o, " | %lld", (long long)c->nrows_read);
-        fmt_num(b, sizeof b, c->mean_entropy, "%.6f");
-        fprintf(o, " | %s", b);
-        fmt_num(b, sizeof b, c->mean_lse, "%.6f");
-        fprintf(o, " | %s |", b);
-        for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++) {
-            fmt_timing(b, sizeof b, c, j);
-            fprintf(o, " %s |", b);
-        }
-        fprintf(o, "\n");
-    }
+    write_cases(o, f, 0);
     write_tput(o, f, 0);
     write_metrics(o, f, 0);
+    rp_write_metric_tables(o, f, 0);
+    rp_write_bench(o, f, 0);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "\n### Incomplete or unreadable cases (skipped)\n\n");
         for (size_t i = 0; i < f->ncases; i++) {
@@ -339,9 +279,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
             if (c->complete && !c->problem)
                 continue;
             fprintf(o, "- `");
-            md_esc(o, c->name);
+            rp_md_esc(o, c->name);
             fprintf(o, "`: ");
-            md_esc(o, c->problem ? c->problem : "incomplete");
+            rp_md_esc(o, c->problem ? c->problem : "incomplete");
             fprintf(o, "\n");
         }
     }
@@ -349,7 +289,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
     fprintf(o, "\n## Plots\n\n");
     if (plot_note) {
         fprintf(o, "Plots not rendered: ");
-        md_esc(o, plot_note);
+        rp_md_esc(o, plot_note);
         fprintf(o, "\n");
     } else if (np == 0)
         fprintf(o, "No complete case has rows to plot.\n");
@@ -359,9 +299,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         char cap[512];
         rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "![");
-        md_esc(o, cap);
+        rp_md_esc(o, cap);
         fprintf(o, "](%s)\n\n*", p[k].svg_name);
-        md_esc(o, cap);
+        rp_md_esc(o, cap);
         fprintf(o, "*\n\n");
     }
     return finish(o, path, err, errlen);
@@ -372,9 +312,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
 static void html_row(FILE *o, const char *k, const char *v)
 {
     fprintf(o, "<tr><th>");
-    html_esc(o, k);
+    rp_html_esc(o, k);
     fprintf(o, "</th><td>");
-    html_esc(o, v);
+    rp_html_esc(o, v);
     fprintf(o, "</td></tr>\n");
 }
 
@@ -403,7 +343,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
             "max-width:820px}\n"
             "svg{max-width:100%%;height:auto}\n.warn{color:#a40}\n"
             "</style>\n</head>\n<body>\n<h1>ropebench report</h1>\n<p>Results file: <code>");
-    html_esc(o, f->path);
+    rp_html_esc(o, f->path);
     fprintf(o, "</code> — %zu complete case(s), %zu incomplete or unreadable.</p>\n",
             count_complete(f), f->ncases - count_complete(f));
 
@@ -421,9 +361,9 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
                    "<th>binding</th></tr></thead>\n");
         for (size_t i = 0; i < f->nrank_host; i++) {
             fprintf(o, "<tr><td class=\"num\">%zu</td><td>", i);
-            html_esc(o, f->rank_host[i]);
+            rp_html_esc(o, f->rank_host[i]);
             fprintf(o, "</td><td>");
-            html_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
+            rp_html_esc(o, i < f->nrank_binding ? f->rank_binding[i] : "");
             fprintf(o, "</td></tr>\n");
         }
         fprintf(o, "</table>\n");
@@ -433,7 +373,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
                    "for: ");
         for (size_t i = 0; i < f->nhosts; i++) {
             fprintf(o, "%s", i ? ", " : "");
-            html_esc(o, f->hosts[i]);
+            rp_html_esc(o, f->hosts[i]);
             if (i < f->ntopo)
                 fprintf(o, " (%zu bytes)", f->topo_xml_len[i]);
         }
@@ -442,45 +382,15 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
     const char *cfg = attr_get(&f->root, "config_text");
     if (cfg) {
         fprintf(o, "<h3>Configuration (resolved)</h3>\n<pre>");
-        html_esc(o, cfg);
+        rp_html_esc(o, cfg);
         fprintf(o, "</pre>\n");
     }
 
-    fprintf(o, "<h2>Cases</h2>\n<p>Means are over heads and rows; timings are min / median "
-               "/ max across ranks, in seconds.</p>\n<table>\n<thead><tr><th>case</th>"
-               "<th>method</th><th>factor</th><th>seq_len</th><th>mode</th><th>dataset</th>"
-               "<th>rows</th><th>mean entropy (nats)</th><th>mean lse</th>");
-    for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++)
-        fprintf(o, "<th>%s s</th>", timing_label[j]);
-    fprintf(o, "</tr></thead>\n");
-    for (size_t i = 0; i < f->ncases; i++) {
-        const rp_case *c = &f->cases[i];
-        if (!c->complete || c->problem)
-            continue;
-        fprintf(o, "<tr><td>");
-        html_esc(o, c->name);
-        fprintf(o, "</td><td>");
-        html_esc(o, c->method);
-        fmt_num(b, sizeof b, c->factor, "%g");
-        fprintf(o, "</td><td class=\"num\">%s</td><td class=\"num\">%lld</td><td>", b,
-                (long long)c->seq_len);
-        html_esc(o, c->mode);
-        fprintf(o, "</td><td>");
-        html_esc(o, c->dataset);
-        fprintf(o, "</td><td class=\"num\">%lld</td>", (long long)c->nrows_read);
-        fmt_num(b, sizeof b, c->mean_entropy, "%.6f");
-        fprintf(o, "<td class=\"num\">%s</td>", b);
-        fmt_num(b, sizeof b, c->mean_lse, "%.6f");
-        fprintf(o, "<td class=\"num\">%s</td>", b);
-        for (int j = RP_T_COMPUTE; j < RP_T_COUNT; j++) {
-            fmt_timing(b, sizeof b, c, j);
-            fprintf(o, "<td class=\"num\">%s</td>", b);
-        }
-        fprintf(o, "</tr>\n");
-    }
-    fprintf(o, "</table>\n");
+    write_cases(o, f, 1);
     write_tput(o, f, 1);
     write_metrics(o, f, 1);
+    rp_write_metric_tables(o, f, 1);
+    rp_write_bench(o, f, 1);
     if (count_complete(f) < f->ncases) {
         fprintf(o, "<h3>Incomplete or unreadable cases (skipped)</h3>\n<ul>\n");
         for (size_t i = 0; i < f->ncases; i++) {
@@ -488,9 +398,9 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
             if (c->complete && !c->problem)
                 continue;
             fprintf(o, "<li><code>");
-            html_esc(o, c->name);
+            rp_html_esc(o, c->name);
             fprintf(o, "</code>: ");
-            html_esc(o, c->problem ? c->problem : "incomplete");
+            rp_html_esc(o, c->problem ? c->problem : "incomplete");
             fprintf(o, "</li>\n");
         }
         fprintf(o, "</ul>\n");
@@ -499,7 +409,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
     fprintf(o, "<h2>Plots</h2>\n");
     if (plot_note) {
         fprintf(o, "<p class=\"warn\">Plots not rendered: ");
-        html_esc(o, plot_note);
+        rp_html_esc(o, plot_note);
         fprintf(o, "</p>\n");
     } else if (np == 0)
         fprintf(o, "<p>No complete case has rows to plot.</p>\n");
@@ -509,7 +419,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         char cap[512];
         rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "<figure>\n%s\n<figcaption>", p[k].svg);
-        html_esc(o, cap);
+        rp_html_esc(o, cap);
         fprintf(o, "</figcaption>\n</figure>\n");
     }
     fprintf(o, "</body>\n</html>\n");

@@ -45,8 +45,11 @@ set_tests_properties(oracle_fails_on_corrupt PROPERTIES FIXTURES_REQUIRED io_cor
 rb_add_test(NAME report_cli LABELS io
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py ${RB_IO_DIR}/report-cli
           $<TARGET_FILE:rb_report_cli> {in} {out})
+# Through `ropebench` it also checks the report of a new file from `ropebench bench -o`
+# (under mpiexec -n 1: Open MPI's singleton mode crashes LeakSanitizer's tracer).
 rb_add_test(NAME report_ropebench LABELS io
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py
+          --bench ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> --
           ${RB_IO_DIR}/report-ropebench $<TARGET_FILE:ropebench> report {in} -o {out})
 
 # End to end: `ropebench run --dump-inputs` under mpiexec, then the float64 oracle and
@@ -70,7 +73,10 @@ rb_add_test(NAME oracle_ropebench_np3_striped LABELS "io;mpi" TIMEOUT 600
           run --dump-inputs -o ${RB_IO_DIR}/oracle-np3.h5 ${_rb_oracle_set}
           --set study.seq_lens=192 --set study.probe_seq_lens=192 --set study.shard_layout=striped --set model.layout=gptj)
 set_tests_properties(oracle_ropebench_np3_striped PROPERTIES PROCESSORS 3)
+# The report of that real run: every metric table against the file's values, and the
+# plots each metric group makes.
 rb_add_test(NAME report_on_ropebench_run LABELS io
-  COMMAND $<TARGET_FILE:ropebench> report ${RB_IO_DIR}/oracle-np2.h5
-          -o ${RB_IO_DIR}/oracle-np2-report)
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py
+          --file ${RB_IO_DIR}/oracle-np2.h5 ${RB_IO_DIR}/oracle-np2-report
+          $<TARGET_FILE:ropebench> report {in} -o {out})
 set_tests_properties(report_on_ropebench_run PROPERTIES FIXTURES_REQUIRED io_oracle_np2)

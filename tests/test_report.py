@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""test_report.py — runs a report command on good and bad results files: a report with escaped strings and SVG plots from a synthetic file; one clear line and a non-zero exit (never a crash) for missing, empty, truncated, foreign HDF5 files.
+"""test_report.py — runs a report command on good and bad results files: a report with escaped strings, every metric table (numbers equal to the file's), the throughput tables and SVG plots from a synthetic file; one clear line and a non-zero exit (never a crash) for missing, empty, truncated, foreign HDF5 files.
 
-usage: test_report.py WORKDIR CMD... (CMD contains {in} and {out}, e.g.
-       ropebench report {in} -o {out})
+usage: test_report.py [--file RESULTS] [--bench [LAUNCHER...] EXE --] WORKDIR CMD...
+       CMD contains {in} and {out}, e.g. ropebench report {in} -o {out}.
+       --file RESULTS: only check the report of that file (e.g. a real run's) against
+                       the file's own values.
+       --bench [LAUNCHER...] EXE --: also write a new file with `EXE bench --quick ...
+                       -o` (e.g. under mpiexec -n 1: Open MPI's singleton mode crashes
+                       LeakSanitizer) and check that its report shows the throughput table.
 """
+import math
 import os
 import shutil
 import signal
@@ -55,12 +61,312 @@ def expect_error(cmd, work, label, path, must_contain):
     print("ok   %s: rc %d: %s" % (label, rc, lines[0] if lines else ""))
 
 
+# ---- report content against the file ----------------------------------------------------
+
+ROWS_SHOWN = 12  # RP_TABLE_ROWS in reports/report_tables.c
+
+# (heading prefix, group, stored columns or derived names, report column headers)
+TABLES = [
+    ("Metric 1:", "phase/pairs",
+     ["=j", "inv_freq_base", "inv_freq", "wavelength", "trained_span", "max_phase", "turns",
+      "ood"],
+     ["j", "inv_freq_base", "inv_freq", "wavelength", "trained_span", "max_phase", "turns",
+      "ood"]),
+    ("Metric 2:", "phase/by_distance",
+     ["distance", "D", "D_high", "D_mid", "D_low", "ood_frac_count", "ood_frac_energy"], None),
+    ("Metric 4:", "decay/by_distance",
+     ["distance", "count", "mean_score", "std_score", "roformer_bound", "B"], None),
+    ("Metric 5:", "pair_share",
+     ["distance", "weight_sum", "=top_pair", "=top_share", "=high", "=mid", "=low"],
+     ["distance", "weight_sum", "top pair", "top share", "share high", "share mid",
+      "share low"]),
+    ("Metric 6:", "needles",
+     ["head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"], None),
+    ("Metric 7:", "precision",
+     ["position", "phase_err_max", "score_err_max", "entropy_err", "bound_ratio_max"], None),
+    ("Metric 8:", "softmax_floor", ["position", "min_weight_times_n", "floor", "ratio"], None),
+]
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def md_table(md, heading):
+    """Header and rows (lists of cells) of the first table after a line starting with
+    heading; None if there is no such heading."""
+    lines = md.splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith(heading):
+            break
+    else:
+        return None
+    rows = []
+    for l in lines[i + 1:]:
+        if l.startswith("#"):
+            break
+        if l.startswith("|"):
+            rows.append([c.strip() for c in l.strip().strip("|").split(" | ")])
+        elif rows:
+            break
+    if len(rows) < 2:
+        return rows[0] if rows else [], []
+    return rows[0], rows[2:]
+
+
+def close(cell, want, rel=6e-3, absol=1e-12):
+    if cell == "n/a":
+        return want is None or (isinstance(want, float) and math.isnan(want))
+    try:
+        got = float(cell)
+    except ValueError:
+        return False
+    return want is not None and not math.isnan(want) and math.isclose(got, want, rel_tol=rel,
+                                                                       abs_tol=absol)
+
+
+def file_table(c, group, cols):
+    """The table the report should show for case group c, or None if it has none."""
+    stored = [k for k in cols if not k.startswith("=")]
+    if group not in c or stored[0] not in c[group]:
+        return None
+    g = c[group]
+    n = len(g[stored[0]])
+    if group == "pair_share" and "share" not in g:
+        return None
+    out = {}
+    for k in cols:
+        if k == "=j":
+            out[k] = np.arange(n, dtype=float)
+        elif not k.startswith("="):
+            out[k] = g[k][:].astype(float) if k in g else np.full(n, np.nan)
+    if group == "pair_share":
+        sh = g["share"][:]
+        band = c["phase/by_distance/band"][:] if "phase/by_distance/band" in c else None
+        for k in ("=top_pair", "=top_share", "=high", "=mid", "=low"):
+            out[k] = np.full(n, np.nan)
+        for b in range(n):
+            fin = np.isfinite(sh[b])
+            if fin.any():
+                j = int(np.argmax(np.where(fin, np.abs(sh[b]), -1)))
+                out["=top_pair"][b], out["=top_share"][b] = j, sh[b, j]
+            for bi, k in enumerate(("=high", "=mid", "=low")):
+                if band is not None:
+                    m = fin & (band == bi)
+                    if m.any():
+                        out[k][b] = sh[b, m].sum()
+    return out, n
+
+
+def rep_cases(f, group, first_col):
+    """Representative case per (method, factor) as the report picks them."""
+    reps = {}
+    order = []
+    for name, c in f["cases"].items():
+        if c.attrs.get("complete", 0) != 1 or file_table(c, group, first_col) is None:
+            continue
+        key = (text(c.attrs["method"]), float(c.attrs["factor"]))
+        if key not in reps:
+            reps[key] = name
+            order.append(key)
+            continue
+        r = f["cases"][reps[key]]
+        L, Lr = int(c.attrs["seq_len"]), int(r.attrs["seq_len"])
+        if L > Lr or (L == Lr and text(c.attrs["mode"]) == "probe"
+                      and text(r.attrs["mode"]) != "probe"):
+            reps[key] = name
+    return [reps[k] for k in order]
+
+
+def check_tables(md, path):
+    """Each metric table of the report against the file; returns how many were shown."""
+    shown = 0
+    with h5py.File(path, "r") as f:
+        cases = f["cases"] if "cases" in f else {}
+        for heading, group, cols, heads in TABLES:
+            heads = heads or cols
+            names = rep_cases(f, group, cols) if cases else []
+            tab = md_table(md, "### " + heading)
+            if not names:
+                if tab is not None:
+                    fail("%s: table shown but no case has %s" % (heading, group))
+                continue
+            if tab is None:
+                fail("%s: no table for %s (cases %s)" % (heading, group, names))
+                continue
+            head, rows = tab
+            if head != ["case"] + heads:
+                fail("%s: header %s, expected %s" % (heading, head, ["case"] + heads))
+                continue
+            want = []
+            for name in names:
+                c = f["cases"][name]
+                t, n = file_table(c, group, cols)
+                step = -(-n // ROWS_SHOWN)
+                crit = int(c["phase/pairs"].attrs.get("critical_pair", -1)) \
+                    if group == "phase/pairs" else -1
+                for i in range(n):
+                    if i % step == 0 or i == n - 1 or i == crit:
+                        want.append((name, [float(t[k][i]) for k in cols]))
+            if len(rows) != len(want):
+                fail("%s: %d rows, expected %d" % (heading, len(rows), len(want)))
+                continue
+            bad = 0
+            for r, (name, vals) in zip(rows, want):
+                if r[0] != name or any(not close(cell, v) for cell, v in zip(r[1:], vals)):
+                    bad += 1
+                    if bad <= 3:
+                        fail("%s: row %s, expected %s %s" % (heading, r, name, vals))
+            shown += 1
+    return shown
+
+
+def check_bench(md, path):
+    """The ropebench bench throughput table against /bench (False if the file has none)."""
+    with h5py.File(path, "r") as f:
+        if "bench" not in f:
+            if "## Throughput: ropebench bench" in md:
+                fail("bench table shown for a file without /bench")
+            return False
+        g = f["bench"]
+        tab = md_table(md, "## Throughput: ropebench bench")
+        if tab is None:
+            fail("no ropebench bench throughput section")
+            return False
+        head, rows = tab
+        if "% of peak" not in head:
+            fail("bench table header lacks '%% of peak': %s" % head)
+            return False
+        if len(rows) != len(g["kernel"]):
+            fail("bench table: %d rows, /bench has %d" % (len(rows), len(g["kernel"])))
+            return False
+        for i, r in enumerate(rows):
+            gbps = float(g["gbps"][i])
+            want_t = [text(g[k][i]) for k in ("kernel", "dtype", "bench")]
+            want_n = [float(g[k][i]) for k in ("head_dim", "seq_len", "threads", "median_s",
+                                               "gflops", "gbps")]
+            want_n.append(100.0 * float(g["fraction_of_peak"][i]))
+            ok = r[:3] == want_t and all(close(cell, v, absol=0.06)
+                                         for cell, v in zip(r[3:10], want_n))
+            ok = ok and r[10] == ("FMA" if math.isnan(gbps) else "triad")
+            if not ok:
+                fail("bench row %d: %s, expected %s %s" % (i, r, want_t, want_n))
+    return True
+
+
+SVG_PREFIX = [  # (file prefix, group or dataset that makes it)
+    ("phase-distance-", "phase/by_distance/D"), ("phase-bands-", "phase/by_distance/D"),
+    ("ood-fraction-", "phase/by_distance/ood_frac_count"), ("pair-turns-", "phase/pairs/turns"),
+    ("decay-L", "decay/by_distance/mean_score"), ("decay-bounds-", "decay/by_distance/B"),
+    ("needle-rank-", "needles/rank"), ("needle-mass-", "needles/mass"),
+    ("precision-", "precision/phase_err_max"), ("softmax-floor-", "softmax_floor/ratio"),
+    ("share-", "pair_share/share"),
+]
+
+
+def check_svgs(md, html, out, path):
+    """Every linked SVG exists and is a non-empty SVG; each metric plot kind is there iff
+    the file has what it draws."""
+    svgs = sorted(f for f in os.listdir(out) if f.endswith(".svg"))
+    for s in svgs:
+        body = open(os.path.join(out, s), encoding="utf-8", errors="replace").read()
+        if "(%s)" % s not in md:
+            fail("report.md does not link %s" % s)
+        if "<svg" not in body or "</svg>" not in body or os.path.getsize(os.path.join(out, s)) < 500:
+            fail("%s is empty or not an SVG" % s)
+    if html.count("<svg") != len(svgs):
+        fail("report.html inlines %d SVGs, expected %d" % (html.count("<svg"), len(svgs)))
+    with h5py.File(path, "r") as f:
+        for pre, ds in SVG_PREFIX:
+            have = any(c.attrs.get("complete", 0) == 1 and ds in c
+                       and np.isfinite(c[ds][:]).any() for c in f.get("cases", {}).values())
+            got = [s for s in svgs if s.startswith(pre)]
+            if have and not got:
+                fail("no %s*.svg although the file has %s" % (pre, ds))
+            if not have and got:
+                fail("%s drawn although the file has no %s" % (got, ds))
+    return svgs
+
+
+def check_content(cmd, work, label, path, ntables=None):
+    """Run the report on path and check its tables, SVGs and bench table against the file."""
+    out = os.path.join(work, "out-" + label)
+    shutil.rmtree(out, ignore_errors=True)
+    rc, so, se = run(cmd, path, out)
+    if rc != 0:
+        fail("%s: exit status %d: %s %s" % (label, rc, so, se))
+        return None
+    md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
+    html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    n = check_tables(md, path)
+    if ntables is not None and n != ntables:
+        fail("%s: %d metric tables checked, expected %d" % (label, n, ntables))
+    for heading, _, _, _ in TABLES:
+        if ("### " + heading in md) != (heading in html):
+            fail("%s: %s in one of report.md / report.html only" % (label, heading))
+    b = check_bench(md, path)
+    svgs = check_svgs(md, html, out, path)
+    print("ok   %s: %d metric tables, %sbench table, %d SVGs" % (label, n, "" if b else "no ",
+                                                               len(svgs)))
+    return md, html, svgs
+
+
+# the plots of tests/make_synthetic.py's file: per (kind, seq_len, mode, dataset) group,
+# per seq_len for the analytic kinds, and one heat map per probe case with pair_share
+SYNTHETIC_SVGS = sorted(
+    ["entropy-L64-full-gaussian.svg", "entropy-L128-probe-needle.svg",
+     "entropy-L1024-full-gaussian.svg"]
+    + ["%s-%s.svg" % (k, g) for k in ("phase-distance", "phase-bands", "ood-fraction")
+       for g in ("L64-full-gaussian", "L128-probe-needle")]
+    + ["pair-turns-L64.svg", "pair-turns-L128.svg", "decay-bounds-L64.svg",
+       "decay-bounds-L128.svg"]
+    + ["%s-L128-probe-needle.svg" % k for k in ("decay", "needle-rank", "needle-mass",
+                                                "precision", "softmax-floor")]
+    + ["share-pi-x4-L128-probe-needle.svg"])
+
+
+def bench_new_file(bench, cmd, work):
+    """`ropebench bench -o` into a new file: the report accepts it and shows the bench
+    table alone."""
+    path = os.path.join(work, "bench-new.h5")
+    if os.path.exists(path):
+        os.remove(path)
+    r = subprocess.run(bench + ["bench", "--quick", "--only", "causal", "--kernels", "ref",
+                        "--threads", "1", "--lengths", "64", "--head-dims", "16", "-o", path],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        fail("bench -o %s: status %d: %s" % (path, r.returncode, r.stderr[-1000:]))
+        return
+    res = check_content(cmd, work, "bench-new", path, ntables=0)
+    if res and "This file holds no cases" not in res[0]:
+        fail("bench-new: the report does not say that the file has no cases")
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    only_file = bench = None
+    while args and args[0] in ("--file", "--bench") and len(args) > 1:
+        if args[0] == "--file":
+            only_file = args[1]
+            args = args[2:]
+        elif "--" in args:
+            end = args.index("--")
+            bench, args = args[1:end], args[end + 1:]
+        else:
+            break
+    if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    work, cmd = sys.argv[1], sys.argv[2:]
+    work, cmd = args[0], args[1:]
     os.makedirs(work, exist_ok=True)
+    if only_file:
+        res = check_content(cmd, work, "file", only_file)
+        if res and "## Metric tables" not in res[0]:
+            fail("%s: the report has no metric tables" % only_file)
+        print("%d failures" % len(failures))
+        return 1 if failures else 0
+    if bench:
+        bench_new_file(bench, cmd, work)
     good = os.path.join(work, "synthetic.h5")
     subprocess.run([sys.executable, os.path.join(HERE, "make_synthetic.py"), good],
                    check=True, stdout=subprocess.DEVNULL)
@@ -75,9 +381,8 @@ def main():
         md = open(os.path.join(out, "report.md")).read()
         html = open(os.path.join(out, "report.html")).read()
         svgs = sorted(f for f in os.listdir(out) if f.endswith(".svg"))
-        if len(svgs) != 3:
-            fail("good file: expected 3 SVG plots (one per seq_len/mode/dataset group), got %s"
-                 % svgs)
+        if svgs != SYNTHETIC_SVGS:
+            fail("good file: SVG plots %s, expected %s" % (svgs, SYNTHETIC_SVGS))
         for s in svgs:
             if "(%s)" % s not in md:
                 fail("report.md does not link %s" % s)
@@ -101,6 +406,23 @@ def main():
         if "yarn-x8" in table:
             fail("incomplete case listed in the cases table")
         print("ok   good file: report.md, report.html, %d SVGs" % len(svgs))
+        check_content(cmd, work, "good-content", good, ntables=len(TABLES))
+        # the case throughput section: % of the run's peaks (synthetic flops 3.3e9 over
+        # the slowest rank's 0.02 s compute is 165 GFLOP/s; peaks 100 + 110 GFLOP/s)
+        head, rows = md_table(md, "## Throughput") or ([], [])
+        row = [r for r in rows if r and r[0] == "pi-x4-L128-probe-needle"]
+        if "% of FMA peak" not in head or not row:
+            fail("case throughput table lacks %% of FMA peak or the probe case: %s" % head)
+        elif not (close(row[0][5], 165.0) and close(row[0][6], 100 * 165.0 / 210.0)):
+            fail("case throughput row %s: expected 165 GFLOP/s, 78.6 %% of peak" % row[0])
+
+    # --- a bench-only file (root format attributes and /bench, no cases) ----------------
+    bench_only = os.path.join(work, "bench-only.h5")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_synthetic.py"), "--bench-only",
+                    bench_only], check=True, stdout=subprocess.DEVNULL)
+    res = check_content(cmd, work, "bench-only", bench_only, ntables=0)
+    if res and (res[2] or "This file holds no cases" not in res[0]):
+        fail("bench-only: expected no plots and a note that the file holds no cases")
 
     # --- gnuplot missing: Markdown still written, error names gnuplot -------------------
     out = os.path.join(work, "out-nognuplot")

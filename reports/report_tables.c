@@ -1,0 +1,311 @@
+/* report_tables.c — Markdown/HTML table cells, the per-metric tables of representative cases (issue 4) and the `ropebench bench` throughput table (/bench). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_int.h"
+
+/* ---- cells ------------------------------------------------------------------------- */
+
+/* rp_html_esc: see report_int.h. */
+void rp_html_esc(FILE *o, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", o); break;
+        case '<': fputs("&lt;", o); break;
+        case '>': fputs("&gt;", o); break;
+        case '"': fputs("&quot;", o); break;
+        case '\'': fputs("&#39;", o); break;
+        default: fputc(*s, o);
+        }
+    }
+}
+
+/* rp_md_esc: see report_int.h. */
+void rp_md_esc(FILE *o, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '|': fputs("\\|", o); break;
+        case '\\': fputs("\\\\", o); break;
+        case '`': fputs("\\`", o); break;
+        case '<': fputs("&lt;", o); break;
+        case '>': fputs("&gt;", o); break;
+        case '&': fputs("&amp;", o); break;
+        case '\n':
+        case '\r': fputc(' ', o); break;
+        default: fputc(*s, o);
+        }
+    }
+}
+
+/* rp_fmt_num: see report_int.h. */
+void rp_fmt_num(char *b, size_t n, double v, const char *f)
+{
+    if (isnan(v))
+        snprintf(b, n, "n/a");
+    else
+        snprintf(b, n, f, v);
+}
+
+/* rp_table_head: see report_int.h. */
+void rp_table_head(FILE *o, int html, const char *const *cols, int ncol)
+{
+    fprintf(o, html ? "<table>\n<thead><tr>" : "|");
+    for (int j = 0; j < ncol; j++)
+        fprintf(o, html ? "<th>%s</th>" : " %s |", cols[j]);
+    fprintf(o, html ? "</tr></thead>\n" : "\n|");
+    for (int j = 0; !html && j < ncol; j++)
+        fprintf(o, "---|");
+    fprintf(o, html ? "" : "\n");
+}
+
+/* rp_cell_text: see report_int.h. */
+void rp_cell_text(FILE *o, int html, const char *s)
+{
+    fprintf(o, html ? "<td>" : " ");
+    if (html)
+        rp_html_esc(o, s);
+    else
+        rp_md_esc(o, s);
+    fprintf(o, html ? "</td>" : " |");
+}
+
+/* rp_cell_num: see report_int.h. */
+void rp_cell_num(FILE *o, int html, double v, const char *fmt)
+{
+    char b[64];
+    rp_fmt_num(b, sizeof b, v, fmt);
+    fprintf(o, html ? "<td class=\"num\">%s</td>" : " %s |", b);
+}
+
+
+/* ---- metric tables ----------------------------------------------------------------- */
+
+/* Rows shown of a long table: every RP_TABLE_ROWS-th fraction, the last row and `extra`. */
+#define RP_TABLE_ROWS 12
+
+/* One metric table: columns of one of the case tables (rp_tab_specs). */
+typedef struct {
+    int tab;
+    const char *title, *intro;
+    int ncol;
+    int col[RP_TAB_MAXCOL];
+    const char *head[RP_TAB_MAXCOL];
+    const char *fmt[RP_TAB_MAXCOL];
+} rp_mtable;
+
+static const rp_mtable mtables[] = {
+    {RP_TAB_PAIRS, "Metric 1: per-pair phase table (phase/pairs)",
+     "θ_j base and θ'_j scaled inverse frequency (rad/token), wavelength 2π/θ'_j (tokens), "
+     "trained span Φ_j = θ_j(L0−1) and max phase φ_j = θ'_j(L−1) (rad), turns φ_j/2π, ood = 1 "
+     "when Φ_j < 2π and φ_j > Φ_j. The critical pair (first j with Φ_j < 2π) is always shown.",
+     8,
+     {RP_PAIRS_J, RP_PAIRS_INV_BASE, RP_PAIRS_INV, RP_PAIRS_WAVELENGTH, RP_PAIRS_SPAN,
+      RP_PAIRS_MAX_PHASE, RP_PAIRS_TURNS, RP_PAIRS_OOD},
+     {"j", "inv_freq_base", "inv_freq", "wavelength", "trained_span", "max_phase", "turns",
+      "ood"},
+     {"%.0f", "%.6g", "%.6g", "%.6g", "%.6g", "%.6g", "%.6g", "%.0f"}},
+    {RP_TAB_PHASE, "Metric 2: phase distance to the trained set by distance (phase/by_distance)",
+     "D and its YaRN bands in rad (n/a: a band with no pair or no weight), and the fraction "
+     "of pairs (by count and by score energy) that the distance drives past their trained "
+     "phases.",
+     7,
+     {RP_PHASE_DIST, RP_PHASE_D, RP_PHASE_D_HIGH, RP_PHASE_D_MID, RP_PHASE_D_LOW,
+      RP_PHASE_OOD_COUNT, RP_PHASE_OOD_ENERGY},
+     {"distance", "D", "D_high", "D_mid", "D_low", "ood_frac_count", "ood_frac_energy"},
+     {"%.6g", "%.4g", "%.4g", "%.4g", "%.4g", "%.4g", "%.4g"}},
+    {RP_TAB_DECAY, "Metric 4: score decay by distance (decay/by_distance)",
+     "Measured mean and std of the scaled score over (probe row, key) pairs per distance bin "
+     "(probe mode; n/a in full mode), beside the analytic RoFormer relative upper bound and "
+     "Men et al.'s B(Δ) = Σ_j cos(Δθ'_j).",
+     6,
+     {RP_DECAY_DIST, RP_DECAY_COUNT, RP_DECAY_MEAN, RP_DECAY_STD, RP_DECAY_ROFORMER,
+      RP_DECAY_B},
+     {"distance", "count", "mean_score", "std_score", "roformer_bound", "B"},
+     {"%.6g", "%.0f", "%.4g", "%.4g", "%.4g", "%.4g"}},
+    {RP_TAB_SHARE, "Metric 5: per-pair attention share by distance (pair_share)",
+     "Per distance bin: the attention mass (weight_sum), the rotary pair with the largest "
+     "|share| and its share, and the summed shares of the pairs of each YaRN band (high, mid, "
+     "low frequency; n/a: no pair in the band), in logit units. The heat maps show every "
+     "pair.",
+     7,
+     {RP_SHARE_DIST, RP_SHARE_WEIGHT, RP_SHARE_TOP_PAIR, RP_SHARE_TOP, RP_SHARE_HIGH,
+      RP_SHARE_MID, RP_SHARE_LOW},
+     {"distance", "weight_sum", "top pair", "top share", "share high", "share mid",
+      "share low"},
+     {"%.6g", "%.4g", "%.0f", "%.4g", "%.4g", "%.4g", "%.4g"}},
+    {RP_TAB_NEEDLES, "Metric 6: needle retrieval (needles)",
+     "Per (head, query, needle): the needle's score, the attention mass on it, its rank among "
+     "the keys the query sees, and hit = rank 1.",
+     8,
+     {RP_NEEDLE_HEAD, RP_NEEDLE_QPOS, RP_NEEDLE_NPOS, RP_NEEDLE_DIST, RP_NEEDLE_SCORE,
+      RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT},
+     {"head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"},
+     {"%.0f", "%.0f", "%.0f", "%.0f", "%.4g", "%.4g", "%.0f", "%.0f"}},
+    {RP_TAB_PRECISION, "Metric 7: phase precision of fp32 phases (precision)",
+     "Per probe row, max over heads: phase error of fp32 phases (rad), the score error it "
+     "causes (logit units), the entropy error (nats, signed, largest |x|), and the measured "
+     "score error over its bound (≤ 1).",
+     5, {RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND},
+     {"position", "phase_err_max", "score_err_max", "entropy_err", "bound_ratio_max"},
+     {"%.0f", "%.3g", "%.3g", "%.3g", "%.3g"}},
+    {RP_TAB_FLOOR, "Metric 8: softmax floor (softmax_floor)",
+     "Per probe row (the head with the smallest ratio): the smallest attention weight times the "
+     "visible keys n, the floor e^(−2R), and their ratio (≥ 1).",
+     4, {RP_FLOOR_POS, RP_FLOOR_MWN, RP_FLOOR_FLOOR, RP_FLOOR_RATIO},
+     {"position", "min_weight_times_n", "floor", "ratio"}, {"%.0f", "%.4g", "%.4g", "%.4g"}},
+};
+
+/* Whether case a is a better representative than case b: longer sequence, then probe
+ * mode (it has the data-driven columns), then b stays (file order). */
+static int better_rep(const rp_case *a, const rp_case *b)
+{
+    if (a->seq_len != b->seq_len)
+        return a->seq_len > b->seq_len;
+    return strcmp(a->mode, "probe") == 0 && strcmp(b->mode, "probe") != 0;
+}
+
+/* Representative cases of table tab: per (method, factor), in file order of their first
+ * case, the complete case with that table that better_rep prefers. Fills idx (room for
+ * f->ncases) and returns how many. */
+static size_t rep_cases(const rp_file *f, int tab, size_t *idx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem || c->tab[tab].n <= 0)
+            continue;
+        size_t k = 0;
+        for (; k < n; k++) {
+            const rp_case *r = &f->cases[idx[k]];
+            if (strcmp(r->method, c->method) == 0 && r->factor == c->factor)
+                break;
+        }
+        if (k == n)
+            idx[n++] = i;
+        else if (better_rep(c, &f->cases[idx[k]]))
+            idx[k] = i;
+    }
+    return n;
+}
+
+/* rp_write_metric_tables: see report_int.h. */
+void rp_write_metric_tables(FILE *o, const rp_file *f, int html)
+{
+    int any = 0;
+    size_t *scratch = malloc((f->ncases ? f->ncases : 1) * sizeof *scratch);
+    if (!scratch) {
+        fprintf(o, html ? "<p class=\"warn\">Metric tables left out: out of memory.</p>\n"
+                        : "\nMetric tables left out: out of memory.\n");
+        return;
+    }
+    for (size_t t = 0; t < sizeof mtables / sizeof mtables[0]; t++) {
+        const rp_mtable *m = &mtables[t];
+        const size_t nrep = rep_cases(f, m->tab, scratch);
+        if (nrep == 0)
+            continue;
+        if (!any) {
+            fprintf(o, html ? "<h2>Metric tables</h2>\n<p>" : "\n## Metric tables\n\n");
+            fprintf(o, "One representative case per method: its longest sequence, probe mode "
+                       "before full mode, then the first in file order (the plots show every "
+                       "case). A case with more than %d rows shows every k-th row (k = "
+                       "⌈rows/%d⌉) and the last one.%s",
+                    RP_TABLE_ROWS, RP_TABLE_ROWS, html ? "</p>\n" : "\n");
+            any = 1;
+        }
+        fprintf(o, html ? "<h3>%s</h3>\n<p>%s</p>\n" : "\n### %s\n\n%s\n\n", m->title, m->intro);
+        const char *head[RP_TAB_MAXCOL + 1] = {"case"};
+        for (int j = 0; j < m->ncol; j++)
+            head[j + 1] = m->head[j];
+        rp_table_head(o, html, head, m->ncol + 1);
+        for (size_t r = 0; r < nrep; r++) {
+            const rp_case *c = &f->cases[scratch[r]];
+            const rp_tab *tb = &c->tab[m->tab];
+            const int64_t step = (tb->n + RP_TABLE_ROWS - 1) / RP_TABLE_ROWS;
+            const int64_t extra = m->tab == RP_TAB_PAIRS ? c->met.critical_pair : -1;
+            for (int64_t i = 0; i < tb->n; i++) {
+                if (i % step != 0 && i != tb->n - 1 && i != extra)
+                    continue;
+                fprintf(o, html ? "<tr>" : "|");
+                rp_cell_text(o, html, c->name);
+                for (int j = 0; j < m->ncol; j++)
+                    rp_cell_num(o, html, tb->col[m->col[j]][i], m->fmt[j]);
+                fprintf(o, html ? "</tr>\n" : "\n");
+            }
+        }
+        if (html)
+            fprintf(o, "</table>\n");
+    }
+    free(scratch);
+}
+
+/* ---- ropebench bench ---------------------------------------------------------------- */
+
+static const char *attr_value(const rp_attrs *as, const char *name)
+{
+    for (size_t i = 0; i < as->n; i++)
+        if (strcmp(as->v[i].name, name) == 0)
+            return as->v[i].value;
+    return NULL;
+}
+
+/* rp_write_bench: see report_int.h. */
+void rp_write_bench(FILE *o, const rp_file *f, int html)
+{
+    static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "threads",
+                                 "median s", "GFLOP/s", "GB/s", "% of peak", "peak"};
+    const rp_bench *b = &f->bench;
+    if (b->t.n <= 0)
+        return;
+    fprintf(o, html ? "<h2>Throughput: ropebench bench</h2>\n<p>"
+                    : "\n## Throughput: ropebench bench\n\n");
+    fprintf(o, "The /bench group written by ropebench bench -o (docs/bench.md): the median of "
+               "the timed calls of each row. %% of peak is GFLOP/s over the FMA peak of the "
+               "row's thread count for causal rows, and GB/s over the triad bandwidth for "
+               "probe and rope rows (column peak), both measured by the same bench run.");
+    static const char *pk[] = {"peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
+                               "triad_gbps_all", "tile_ceiling_gflops_1thread"};
+    static const char *pl[] = {"FMA peak %.1f GFLOP/s (1 thread)", ", %.1f GFLOP/s (all threads)",
+                               "; triad %.1f GB/s (1 thread)", ", %.1f GB/s (all threads)",
+                               "; register-tile ceiling %.1f GFLOP/s (1 thread)"};
+    fprintf(o, " That run measured: ");
+    for (size_t i = 0; i < sizeof pk / sizeof pk[0]; i++) {
+        const char *v = attr_value(&b->attrs, pk[i]);
+        double x = v ? strtod(v, NULL) : NAN;
+        if (x > 0)
+            fprintf(o, pl[i], x);
+    }
+    const char *cpu = attr_value(&b->attrs, "cpu_model");
+    if (cpu) {
+        fprintf(o, " on ");
+        if (html)
+            rp_html_esc(o, cpu);
+        else
+            rp_md_esc(o, cpu);
+    }
+    const char *q = attr_value(&b->attrs, "quick");
+    fprintf(o, ".%s%s", q && strcmp(q, "1") == 0 ? " This was a --quick run: its fractions mean "
+                                                   "nothing."
+                                                 : "",
+            html ? "</p>\n" : "\n\n");
+    rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
+    static const int num[] = {RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS,
+                              RP_BENCH_MEDIAN, RP_BENCH_GFLOPS, RP_BENCH_GBPS};
+    static const char *fmt[] = {"%.0f", "%.0f", "%.0f", "%.4g", "%.2f", "%.2f"};
+    for (int64_t i = 0; i < b->t.n; i++) {
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, b->kernel[i]);
+        rp_cell_text(o, html, b->dtype[i]);
+        rp_cell_text(o, html, b->bench[i]);
+        for (size_t j = 0; j < sizeof num / sizeof num[0]; j++)
+            rp_cell_num(o, html, b->t.col[num[j]][i], fmt[j]);
+        rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_FRACTION][i], "%.1f");
+        rp_cell_text(o, html, isnan(b->t.col[RP_BENCH_GBPS][i]) ? "FMA" : "triad");
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
