@@ -80,6 +80,7 @@ typedef struct {
     char *name;
     rp_attrs attrs;
     char method[64], mode[32], dataset[64], shard_layout[64];
+    char af_setting[32]; /* attribute attention_factor_setting ("" if absent) */
     double factor;
     int64_t seq_len, heads, n_rows, head_dim;
     char kernel[32], dtype[16];
@@ -215,5 +216,14 @@ void rp_write_bench(FILE *o, const rp_file *f, int html);
 
 /* Label safe for gnuplot and the file system: [A-Za-z0-9 ._+=,-], others -> '_'. */
 void rp_safe_label(char *dst, size_t len, const char *src);
+
+/* rp_case_label: "<method> x<factor>", plus " af <setting>" when the case is one of
+ * several attention-factor entries of its method (its name carries "-af"), made safe
+ * for gnuplot like rp_safe_label. */
+void rp_case_label(char *dst, size_t len, const rp_case *c);
+
+/* rp_same_variant: whether a and b are the same method entry: method, factor (NaN equal
+ * to NaN) and attention-factor setting. */
+int rp_same_variant(const rp_case *a, const rp_case *b);
 
 #endif

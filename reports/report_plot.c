@@ -30,6 +30,27 @@ void rp_safe_label(char *dst, size_t len, const char *src)
     dst[i] = '\0';
 }
 
+/* rp_case_label: see report_int.h. */
+void rp_case_label(char *dst, size_t len, const rp_case *c)
+{
+    char m[80], a[40] = "";
+    rp_safe_label(m, sizeof m, c->method);
+    if (c->af_setting[0] && c->name && strstr(c->name, "-af")) {
+        char s[32];
+        rp_safe_label(s, sizeof s, c->af_setting);
+        snprintf(a, sizeof a, " af %s", s);
+    }
+    snprintf(dst, len, "%s x%g%s", m, c->factor, a);
+}
+
+/* rp_same_variant: see report_int.h. */
+int rp_same_variant(const rp_case *a, const rp_case *b)
+{
+    return strcmp(a->method, b->method) == 0 &&
+           (a->factor == b->factor || (isnan(a->factor) && isnan(b->factor))) &&
+           strcmp(a->af_setting, b->af_setting) == 0;
+}
+
 /* File-name part: [A-Za-z0-9._-] only. */
 static void safe_name(char *dst, size_t len, const char *src)
 {
@@ -437,9 +458,8 @@ static int plot_lines(const rp_file *f, const rp_plot *pl, size_t k, const char 
         int rc = write_dat(c, kd, k, j, tmp, err, errlen);
         if (rc != RB_OK)
             return rc;
-        char m[80], lab[96];
-        rp_safe_label(m, sizeof m, c->method);
-        snprintf(lab, sizeof lab, "%s x%g", m, c->factor);
+        char lab[128];
+        rp_case_label(lab, sizeof lab, c);
         if (kd->panels)
             fprintf(gp, "set title '%s' noenhanced\nplot ", lab);
         for (int y = 0; y < kd->ny; y++) {

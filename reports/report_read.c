@@ -768,6 +768,7 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     }
     attrs_read(g, &c->attrs);
     copy_attr(g, "method", c->method, sizeof c->method);
+    copy_attr(g, "attention_factor_setting", c->af_setting, sizeof c->af_setting);
     copy_attr(g, "mode", c->mode, sizeof c->mode);
     copy_attr(g, "dataset", c->dataset, sizeof c->dataset);
     copy_attr(g, "shard_layout", c->shard_layout, sizeof c->shard_layout);

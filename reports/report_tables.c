@@ -181,7 +181,7 @@ static size_t rep_cases(const rp_file *f, int tab, size_t *idx)
         size_t k = 0;
         for (; k < n; k++) {
             const rp_case *r = &f->cases[idx[k]];
-            if (strcmp(r->method, c->method) == 0 && r->factor == c->factor)
+            if (rp_same_variant(r, c))
                 break;
         }
         if (k == n)

@@ -3,7 +3,8 @@
 YaRN's temperature correction on and off side by side: one case per value for yarn
 (named -afauto, -af1, -af1.5), one for a method that does not take the factor, the
 resolved factor and the setting recorded per case, the same frequencies for all three,
-and the row entropy falling as the factor grows (it scales every score by its square).
+the row entropy falling as the factor grows (it scales every score by its square), and
+the report keeping the entries apart in its tables and plot legends.
 
 usage: attention_factor.py WORK EXE CONFIG -- MPIEXEC... (the launcher up to -n)
 """
@@ -64,6 +65,20 @@ def main():
                   f"({0.1 * math.log(factor) + 1:.4f}), 1.5: " + ", ".join(f"{x:.6f}" for x in h))
             if not h[0] > h[1] > h[2]:
                 fails.append(f"entropy does not fall as the factor grows: {h}")
+    # the report keeps the entries apart: their own rows in the metric tables, their own
+    # lines (labelled with the setting) in the plots
+    rep = os.path.join(work, "attention_factor_report")
+    subprocess.run([exe, "report", out, "-o", rep], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(rep, "report.md")) as fh:
+        md = fh.read()
+    with open(os.path.join(rep, f"entropy-L{L}-probe-gaussian.svg")) as fh:
+        svg = fh.read()
+    for setting in ("auto", "1", "1.5"):
+        name = f"yarn-{tag}-af{setting}-L{L}-probe-gaussian"
+        if f"| {name} |" not in md:
+            fails.append(f"report.md has no table row for {name}")
+        if f"yarn {tag} af {setting}<" not in svg:
+            fails.append(f"the entropy plot has no line labelled 'yarn {tag} af {setting}'")
     for m in fails:
         print("FAIL:", m)
     print(f"{0 if fails else 1} passed, {len(fails)} failed")
