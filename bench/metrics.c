@@ -33,7 +33,7 @@ struct rb_case_metrics {
     double *needle_s, *needle_above;
     /* precision [H][nq] (root holds entropy_err) */
     int precision;
-    double *phase_err, *score_err, *bound_ratio, *entropy_err;
+    double *phase_err, *phase_err_mean, *score_err, *bound_ratio, *entropy_err;
 };
 
 static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
@@ -127,10 +127,12 @@ int rb_metrics_begin(rb_case_metrics **out, const rb_config *c, int mode, int64_
         m->precision = c->metrics_precision_keys > 0;
         if (m->precision) {
             m->phase_err = zalloc(hq, sizeof(double));
+            m->phase_err_mean = zalloc(hq, sizeof(double));
             m->score_err = zalloc(hq, sizeof(double));
             m->bound_ratio = zalloc(hq, sizeof(double));
             m->entropy_err = zalloc(hq, sizeof(double));
-            if (!m->phase_err || !m->score_err || !m->bound_ratio || !m->entropy_err)
+            if (!m->phase_err || !m->phase_err_mean || !m->score_err || !m->bound_ratio ||
+                !m->entropy_err)
                 goto nomem;
         }
     }
@@ -149,8 +151,8 @@ void rb_metrics_free(rb_case_metrics *m)
     double *arrays[] = {m->qnorm_sum, m->knorm_sum, m->count,     m->sum_s, m->rho_sum,
                         m->sum_s2,    m->share_num, m->share_den, m->row_min_s,
                         m->row_max_abs_s, m->row_count, m->lse_all, m->needle_s,
-                        m->needle_above, m->phase_err, m->score_err, m->bound_ratio,
-                        m->entropy_err};
+                        m->needle_above, m->phase_err, m->phase_err_mean, m->score_err,
+                        m->bound_ratio, m->entropy_err};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(m->edges);
     free(m);
@@ -170,6 +172,13 @@ static double visible_pairs(const int64_t *sq, int64_t nq, const int64_t *kp, in
         w[i] = tot;
     }
     return tot;
+}
+
+/* The phase-precision key sample (metric 7): every global position that is a multiple
+ * of this stride, ceil(L / precision_keys), so the sample does not depend on the ranks. */
+static int64_t precision_stride(int64_t L, int64_t precision_keys)
+{
+    return (L + precision_keys - 1) / precision_keys;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -394,8 +403,7 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         /* score effect of the phases alone, on a sample of keys that does not depend on
          * the ranks: every position that is a multiple of ceil(L / precision_keys);
          * each rank takes the ones it holds, and the per-row maxima reduce with MAX */
-        const int64_t P = c->metrics_precision_keys;
-        const int64_t stride = (m->L + P - 1) / P;
+        const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
         int64_t ns_keys = 0;
         for (int64_t i = 0; i < nk; i++) ns_keys += kpos[i] % stride == 0;
         ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
@@ -409,7 +417,8 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         const size_t off = (size_t)h * m->nq;
         if (rb_metrics_precision(qpre, m->qpos, m->nq, ks, ksp, ns_keys, m->inv, d, rd,
                                  c->layout, m->attention_factor, m->scale,
-                                 m->phase_err + off, m->score_err + off,
+                                 m->phase_err + off, m->phase_err_mean + off,
+                                 m->score_err + off,
                                  m->bound_ratio + off) != RB_OK)
             goto nomem;
     }
@@ -759,16 +768,20 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             if (rc) goto cleanup;
         }
 
-        /* ---- 7. phase precision per probe row (max over heads) */
+        /* ---- 7. phase precision per probe row (max over heads; the phase error mean
+         * over heads and pairs: H heads of np pairs each, so the mean of the heads'
+         * means; every rank computed the phase errors of every probe row itself, so
+         * they need no reduction across ranks) */
         if (m->precision) {
             reduce(m->score_err, hq, MPI_MAX, comm);
             reduce(m->bound_ratio, hq, MPI_MAX, comm);
-            double *pe = b, *se = cc, *ee = dd, *br = e;
+            double *pe = b, *se = cc, *ee = dd, *br = e, *pm = f;
             for (int64_t r = 0; r < m->nq; r++) {
-                pe[r] = se[r] = ee[r] = br[r] = 0;
+                pe[r] = se[r] = ee[r] = br[r] = pm[r] = 0;
                 for (int h = 0; h < H; h++) {
                     const size_t i = (size_t)h * m->nq + r;
                     pe[r] = fmax(pe[r], m->phase_err[i]);
+                    pm[r] += m->phase_err_mean[i] / H;
                     se[r] = fmax(se[r], m->score_err[i]);
                     ee[r] = fabs(m->entropy_err[i]) > fabs(ee[r]) ? m->entropy_err[i] : ee[r];
                     br[r] = fmax(br[r], m->bound_ratio[i]);
@@ -777,6 +790,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             snprintf(g, sizeof g, "%s/precision", case_g);
             TRY(put1(res, g, "position", a, m->nq, err, errlen));
             TRY(put1(res, g, "phase_err_max", pe, m->nq, err, errlen));
+            TRY(put1(res, g, "phase_err_mean", pm, m->nq, err, errlen));
             TRY(put1(res, g, "score_err_max", se, m->nq, err, errlen));
             TRY(put1(res, g, "entropy_err", ee, m->nq, err, errlen));
             TRY(put1(res, g, "bound_ratio_max", br, m->nq, err, errlen));
@@ -784,8 +798,13 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             for (int64_t r = 0; r < m->nq; r++) bmax = fmax(bmax, br[r]);
             MPI_Bcast(&bmax, 1, MPI_DOUBLE, 0, comm);
             TRY(rb_results_attr_f64(res, g, "bound_ratio_max", bmax, err, errlen));
-            TRY(rb_results_attr_i64(res, g, "sampled_keys_per_rank",
-                                    c->metrics_precision_keys, err, errlen));
+            /* the key sample of score_err_max: global, the same for any rank count */
+            const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
+            TRY(rb_results_attr_i64(res, g, "precision_keys", c->metrics_precision_keys, err,
+                                    errlen));
+            TRY(rb_results_attr_i64(res, g, "key_stride", stride, err, errlen));
+            TRY(rb_results_attr_i64(res, g, "sampled_keys", (m->L - 1) / stride + 1, err,
+                                    errlen));
         }
     }
 cleanup:
