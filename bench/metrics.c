@@ -481,6 +481,29 @@ static double bin_centre(const int64_t *edges, int b)
     return round(sqrt((double)edges[b] * (double)(edges[b + 1] - 1)));
 }
 
+/* Entropy x of a row at position p relative to the uniform distribution over its p + 1
+ * visible keys; NaN at p = 0 (one key). */
+static double entropy_normalized(double x, int64_t p)
+{
+    return p > 0 ? x / log((double)p + 1.0) : NAN;
+}
+
+void rb_metrics_entropy_normalized(const int64_t *pos, int64_t n, int H, const double *entropy,
+                                   double *out)
+{
+    for (int h = 0; h < H; h++)
+        for (int64_t r = 0; r < n; r++)
+            out[(size_t)h * n + r] = entropy_normalized(entropy[(size_t)h * n + r], pos[r]);
+}
+
+/* The bin [edges[b], edges[b+1]) of n that holds x (the last one for x past it). */
+static int bin_of(const int64_t *edges, int n, int64_t x)
+{
+    int b = 0;
+    while (b + 1 < n && edges[b + 1] <= x) b++;
+    return b;
+}
+
 int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const char *case_g,
                      const int64_t *row_pos, const double *entropy, int64_t n_local,
                      char *err, size_t errlen)
@@ -493,6 +516,8 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     double *a = NULL, *b = NULL, *cc = NULL, *dd = NULL, *e = NULL, *f = NULL, *w = NULL;
     double *dist = NULL, *lo = NULL, *hi = NULL, *tmp = NULL;
     int *band = NULL, *ood = NULL;
+    int64_t *pe = NULL; /* position bins (entropy and softmax floor by position) */
+    double *fb = NULL;  /* softmax floor by position bin: 6 columns [nbp] */
     const size_t nbuf = (size_t)(np > nb ? np : nb) * 4 + 64 + (size_t)H * (size_t)m->nq;
     a = zalloc(nbuf, sizeof *a);
     b = zalloc(nbuf, sizeof *b);
@@ -507,11 +532,14 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     tmp = zalloc((size_t)nb * 3 + 8, sizeof *tmp);
     band = zalloc((size_t)np, sizeof *band);
     ood = zalloc((size_t)np, sizeof *ood);
+    pe = zalloc((size_t)c->metrics_position_bins + 1, sizeof *pe);
+    fb = zalloc((size_t)c->metrics_position_bins * 6, sizeof *fb);
     if (!a || !b || !cc || !dd || !e || !f || !w || !dist || !lo || !hi || !tmp || !band ||
-        !ood) {
+        !ood || !pe || !fb) {
         rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
         goto cleanup;
     }
+    const int nbp = rb_metrics_bins(m->L, c->metrics_position_bins, pe);
     for (int i = 0; i < nb; i++) {
         dist[i] = bin_centre(m->edges, i);
         lo[i] = (double)m->edges[i];
@@ -574,17 +602,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
 
     /* ---- 3. entropy by position bins (log-spaced positions) */
     {
-        int npb = c->metrics_position_bins;
-        int64_t *pe = zalloc((size_t)npb + 1, sizeof *pe);
-        if (!pe) {
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
-            goto cleanup;
-        }
-        int nbp = rb_metrics_bins(m->L, npb, pe);
         /* per bin: count, sum, sum2, min, max, sum of normalized */
         double *st = zalloc((size_t)nbp * 6, sizeof *st);
         if (!st) {
-            free(pe);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -595,21 +615,19 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int h = 0; h < H; h++)
             for (int64_t r = 0; r < n_local; r++) {
                 const int64_t p = row_pos[r];
-                int bi = 0;
-                while (bi + 1 < nbp && pe[bi + 1] <= p) bi++;
                 const double x = entropy[(size_t)h * n_local + r];
-                double *s = st + bi * 6;
+                double *s = st + bin_of(pe, nbp, p) * 6;
                 s[0] += 1;
                 s[1] += x;
                 s[2] += x * x;
                 if (x < s[3]) s[3] = x;
                 if (x > s[4]) s[4] = x;
-                if (p > 0) s[5] += x / log((double)p + 1.0);
+                if (p > 0) s[5] += entropy_normalized(x, p);
             }
         double *sums = zalloc((size_t)nbp * 4, sizeof *sums);
         double *mins = zalloc((size_t)nbp, sizeof *mins), *maxs = zalloc((size_t)nbp, sizeof *maxs);
         if (!sums || !mins || !maxs) {
-            free(pe); free(st); free(sums); free(mins); free(maxs);
+            free(st); free(sums); free(mins); free(maxs);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -630,7 +648,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int k = 0; k < 9; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
         if (oom) {
             for (int k = 0; k < 9; k++) free(o[k]);
-            free(pe); free(st); free(sums); free(mins); free(maxs);
+            free(st); free(sums); free(mins); free(maxs);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -658,7 +676,6 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                                        "mean_normalized", "bin_start", "bin_end"};
         for (int k = 0; k < 9 && rc == RB_OK; k++) rc = put1(res, g, names[k], o[k], nk, err, errlen);
         for (int k = 0; k < 9; k++) free(o[k]);
-        free(pe);
         free(st);
         free(sums);
         free(mins);
@@ -706,15 +723,19 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         TRY(put1(res, g, "distance", dist, nb, err, errlen));
         TRY(put1(res, g, "weight_sum", m->share_den, nb, err, errlen));
 
-        /* ---- 8. softmax floor per probe row (min over heads of the ratio) */
+        /* ---- 8. softmax floor per probe row (min over heads of the ratio) and per
+         * position bin (min over the bin's rows and heads) */
         const int64_t hq = (int64_t)H * m->nq;
         reduce(m->row_min_s, hq, MPI_MIN, comm);
         reduce(m->row_max_abs_s, hq, MPI_MAX, comm);
         reduce(m->row_count, hq, MPI_SUM, comm);
         double *pos = a, *mwn = b, *flo = cc, *rat = dd;
+        double *bcnt = fb, *bratio = fb + nbp, *bmwn = fb + 2 * nbp;
+        for (int i = 0; i < nbp; i++) bratio[i] = bmwn[i] = INFINITY;
         for (int64_t r = 0; r < m->nq; r++) {
             pos[r] = (double)m->qpos[r];
             mwn[r] = flo[r] = rat[r] = NAN;
+            const int bi = bin_of(pe, nbp, m->qpos[r]);
             for (int h = 0; h < H; h++) {
                 const size_t i = (size_t)h * m->nq + r;
                 const double n = m->row_count[i];
@@ -722,6 +743,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                 const double x = exp(m->row_min_s[i] - m->lse_all[i]) * n;
                 const double fl = exp(-2.0 * m->row_max_abs_s[i]);
                 const double ra = x / fl;
+                bcnt[bi] += 1;
+                bratio[bi] = fmin(bratio[bi], ra);
+                bmwn[bi] = fmin(bmwn[bi], x);
                 if (isnan(rat[r]) || ra < rat[r]) {
                     rat[r] = ra;
                     mwn[r] = x;
@@ -734,6 +758,28 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         TRY(put1(res, g, "min_weight_times_n", mwn, m->nq, err, errlen));
         TRY(put1(res, g, "floor", flo, m->nq, err, errlen));
         TRY(put1(res, g, "ratio", rat, m->nq, err, errlen));
+        /* the bins that hold rows, compacted in place (k <= i): position, count,
+         * min_ratio, min_weight_times_n, bin_start, bin_end */
+        double *bpos = fb + 3 * nbp, *bst = fb + 4 * nbp, *ben = fb + 5 * nbp;
+        int nfb = 0;
+        for (int i = 0; rank == 0 && i < nbp; i++) {
+            if (bcnt[i] <= 0) continue;
+            bpos[nfb] = bin_centre(pe, i);
+            bcnt[nfb] = bcnt[i];
+            bratio[nfb] = bratio[i];
+            bmwn[nfb] = bmwn[i];
+            bst[nfb] = (double)pe[i];
+            ben[nfb] = (double)pe[i + 1];
+            nfb++;
+        }
+        MPI_Bcast(&nfb, 1, MPI_INT, 0, comm);
+        snprintf(g, sizeof g, "%s/softmax_floor_by_position", case_g);
+        TRY(put1(res, g, "position", bpos, nfb, err, errlen));
+        TRY(put1(res, g, "bin_start", bst, nfb, err, errlen));
+        TRY(put1(res, g, "bin_end", ben, nfb, err, errlen));
+        TRY(put1(res, g, "count", bcnt, nfb, err, errlen));
+        TRY(put1(res, g, "min_ratio", bratio, nfb, err, errlen));
+        TRY(put1(res, g, "min_weight_times_n", bmwn, nfb, err, errlen));
 
         /* ---- 6. needles */
         if (m->n_needles > 0) {
@@ -821,5 +867,7 @@ cleanup:
     free(tmp);
     free(band);
     free(ood);
+    free(pe);
+    free(fb);
     return rc;
 }
