@@ -33,7 +33,7 @@ struct rb_case_metrics {
     double *needle_s, *needle_above;
     /* precision [H][nq] (root holds entropy_err) */
     int precision;
-    double *phase_err, *score_err, *bound_ratio, *entropy_err;
+    double *phase_err, *phase_err_mean, *score_err, *bound_ratio, *entropy_err;
 };
 
 static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
@@ -127,10 +127,12 @@ int rb_metrics_begin(rb_case_metrics **out, const rb_config *c, int mode, int64_
         m->precision = c->metrics_precision_keys > 0;
         if (m->precision) {
             m->phase_err = zalloc(hq, sizeof(double));
+            m->phase_err_mean = zalloc(hq, sizeof(double));
             m->score_err = zalloc(hq, sizeof(double));
             m->bound_ratio = zalloc(hq, sizeof(double));
             m->entropy_err = zalloc(hq, sizeof(double));
-            if (!m->phase_err || !m->score_err || !m->bound_ratio || !m->entropy_err)
+            if (!m->phase_err || !m->phase_err_mean || !m->score_err || !m->bound_ratio ||
+                !m->entropy_err)
                 goto nomem;
         }
     }
@@ -149,8 +151,8 @@ void rb_metrics_free(rb_case_metrics *m)
     double *arrays[] = {m->qnorm_sum, m->knorm_sum, m->count,     m->sum_s, m->rho_sum,
                         m->sum_s2,    m->share_num, m->share_den, m->row_min_s,
                         m->row_max_abs_s, m->row_count, m->lse_all, m->needle_s,
-                        m->needle_above, m->phase_err, m->score_err, m->bound_ratio,
-                        m->entropy_err};
+                        m->needle_above, m->phase_err, m->phase_err_mean, m->score_err,
+                        m->bound_ratio, m->entropy_err};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
     free(m->edges);
     free(m);
@@ -170,6 +172,13 @@ static double visible_pairs(const int64_t *sq, int64_t nq, const int64_t *kp, in
         w[i] = tot;
     }
     return tot;
+}
+
+/* The phase-precision key sample (metric 7): every global position that is a multiple
+ * of this stride, ceil(L / precision_keys), so the sample does not depend on the ranks. */
+static int64_t precision_stride(int64_t L, int64_t precision_keys)
+{
+    return (L + precision_keys - 1) / precision_keys;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -394,8 +403,7 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         /* score effect of the phases alone, on a sample of keys that does not depend on
          * the ranks: every position that is a multiple of ceil(L / precision_keys);
          * each rank takes the ones it holds, and the per-row maxima reduce with MAX */
-        const int64_t P = c->metrics_precision_keys;
-        const int64_t stride = (m->L + P - 1) / P;
+        const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
         int64_t ns_keys = 0;
         for (int64_t i = 0; i < nk; i++) ns_keys += kpos[i] % stride == 0;
         ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
@@ -409,7 +417,8 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         const size_t off = (size_t)h * m->nq;
         if (rb_metrics_precision(qpre, m->qpos, m->nq, ks, ksp, ns_keys, m->inv, d, rd,
                                  c->layout, m->attention_factor, m->scale,
-                                 m->phase_err + off, m->score_err + off,
+                                 m->phase_err + off, m->phase_err_mean + off,
+                                 m->score_err + off,
                                  m->bound_ratio + off) != RB_OK)
             goto nomem;
     }
@@ -472,6 +481,29 @@ static double bin_centre(const int64_t *edges, int b)
     return round(sqrt((double)edges[b] * (double)(edges[b + 1] - 1)));
 }
 
+/* Entropy x of a row at position p relative to the uniform distribution over its p + 1
+ * visible keys; NaN at p = 0 (one key). */
+static double entropy_normalized(double x, int64_t p)
+{
+    return p > 0 ? x / log((double)p + 1.0) : NAN;
+}
+
+void rb_metrics_entropy_normalized(const int64_t *pos, int64_t n, int H, const double *entropy,
+                                   double *out)
+{
+    for (int h = 0; h < H; h++)
+        for (int64_t r = 0; r < n; r++)
+            out[(size_t)h * n + r] = entropy_normalized(entropy[(size_t)h * n + r], pos[r]);
+}
+
+/* The bin [edges[b], edges[b+1]) of n that holds x (the last one for x past it). */
+static int bin_of(const int64_t *edges, int n, int64_t x)
+{
+    int b = 0;
+    while (b + 1 < n && edges[b + 1] <= x) b++;
+    return b;
+}
+
 int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const char *case_g,
                      const int64_t *row_pos, const double *entropy, int64_t n_local,
                      char *err, size_t errlen)
@@ -484,6 +516,8 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     double *a = NULL, *b = NULL, *cc = NULL, *dd = NULL, *e = NULL, *f = NULL, *w = NULL;
     double *dist = NULL, *lo = NULL, *hi = NULL, *tmp = NULL;
     int *band = NULL, *ood = NULL;
+    int64_t *pe = NULL; /* position bins (entropy and softmax floor by position) */
+    double *fb = NULL;  /* softmax floor by position bin: 6 columns [nbp] */
     const size_t nbuf = (size_t)(np > nb ? np : nb) * 4 + 64 + (size_t)H * (size_t)m->nq;
     a = zalloc(nbuf, sizeof *a);
     b = zalloc(nbuf, sizeof *b);
@@ -498,11 +532,14 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     tmp = zalloc((size_t)nb * 3 + 8, sizeof *tmp);
     band = zalloc((size_t)np, sizeof *band);
     ood = zalloc((size_t)np, sizeof *ood);
+    pe = zalloc((size_t)c->metrics_position_bins + 1, sizeof *pe);
+    fb = zalloc((size_t)c->metrics_position_bins * 6, sizeof *fb);
     if (!a || !b || !cc || !dd || !e || !f || !w || !dist || !lo || !hi || !tmp || !band ||
-        !ood) {
+        !ood || !pe || !fb) {
         rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
         goto cleanup;
     }
+    const int nbp = rb_metrics_bins(m->L, c->metrics_position_bins, pe);
     for (int i = 0; i < nb; i++) {
         dist[i] = bin_centre(m->edges, i);
         lo[i] = (double)m->edges[i];
@@ -565,17 +602,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
 
     /* ---- 3. entropy by position bins (log-spaced positions) */
     {
-        int npb = c->metrics_position_bins;
-        int64_t *pe = zalloc((size_t)npb + 1, sizeof *pe);
-        if (!pe) {
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
-            goto cleanup;
-        }
-        int nbp = rb_metrics_bins(m->L, npb, pe);
         /* per bin: count, sum, sum2, min, max, sum of normalized */
         double *st = zalloc((size_t)nbp * 6, sizeof *st);
         if (!st) {
-            free(pe);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -586,21 +615,19 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int h = 0; h < H; h++)
             for (int64_t r = 0; r < n_local; r++) {
                 const int64_t p = row_pos[r];
-                int bi = 0;
-                while (bi + 1 < nbp && pe[bi + 1] <= p) bi++;
                 const double x = entropy[(size_t)h * n_local + r];
-                double *s = st + bi * 6;
+                double *s = st + bin_of(pe, nbp, p) * 6;
                 s[0] += 1;
                 s[1] += x;
                 s[2] += x * x;
                 if (x < s[3]) s[3] = x;
                 if (x > s[4]) s[4] = x;
-                if (p > 0) s[5] += x / log((double)p + 1.0);
+                if (p > 0) s[5] += entropy_normalized(x, p);
             }
         double *sums = zalloc((size_t)nbp * 4, sizeof *sums);
         double *mins = zalloc((size_t)nbp, sizeof *mins), *maxs = zalloc((size_t)nbp, sizeof *maxs);
         if (!sums || !mins || !maxs) {
-            free(pe); free(st); free(sums); free(mins); free(maxs);
+            free(st); free(sums); free(mins); free(maxs);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -621,7 +648,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int k = 0; k < 9; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
         if (oom) {
             for (int k = 0; k < 9; k++) free(o[k]);
-            free(pe); free(st); free(sums); free(mins); free(maxs);
+            free(st); free(sums); free(mins); free(maxs);
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             goto cleanup;
         }
@@ -649,7 +676,6 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                                        "mean_normalized", "bin_start", "bin_end"};
         for (int k = 0; k < 9 && rc == RB_OK; k++) rc = put1(res, g, names[k], o[k], nk, err, errlen);
         for (int k = 0; k < 9; k++) free(o[k]);
-        free(pe);
         free(st);
         free(sums);
         free(mins);
@@ -697,15 +723,19 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         TRY(put1(res, g, "distance", dist, nb, err, errlen));
         TRY(put1(res, g, "weight_sum", m->share_den, nb, err, errlen));
 
-        /* ---- 8. softmax floor per probe row (min over heads of the ratio) */
+        /* ---- 8. softmax floor per probe row (min over heads of the ratio) and per
+         * position bin (min over the bin's rows and heads) */
         const int64_t hq = (int64_t)H * m->nq;
         reduce(m->row_min_s, hq, MPI_MIN, comm);
         reduce(m->row_max_abs_s, hq, MPI_MAX, comm);
         reduce(m->row_count, hq, MPI_SUM, comm);
         double *pos = a, *mwn = b, *flo = cc, *rat = dd;
+        double *bcnt = fb, *bratio = fb + nbp, *bmwn = fb + 2 * nbp;
+        for (int i = 0; i < nbp; i++) bratio[i] = bmwn[i] = INFINITY;
         for (int64_t r = 0; r < m->nq; r++) {
             pos[r] = (double)m->qpos[r];
             mwn[r] = flo[r] = rat[r] = NAN;
+            const int bi = bin_of(pe, nbp, m->qpos[r]);
             for (int h = 0; h < H; h++) {
                 const size_t i = (size_t)h * m->nq + r;
                 const double n = m->row_count[i];
@@ -713,6 +743,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                 const double x = exp(m->row_min_s[i] - m->lse_all[i]) * n;
                 const double fl = exp(-2.0 * m->row_max_abs_s[i]);
                 const double ra = x / fl;
+                bcnt[bi] += 1;
+                bratio[bi] = fmin(bratio[bi], ra);
+                bmwn[bi] = fmin(bmwn[bi], x);
                 if (isnan(rat[r]) || ra < rat[r]) {
                     rat[r] = ra;
                     mwn[r] = x;
@@ -725,6 +758,28 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         TRY(put1(res, g, "min_weight_times_n", mwn, m->nq, err, errlen));
         TRY(put1(res, g, "floor", flo, m->nq, err, errlen));
         TRY(put1(res, g, "ratio", rat, m->nq, err, errlen));
+        /* the bins that hold rows, compacted in place (k <= i): position, count,
+         * min_ratio, min_weight_times_n, bin_start, bin_end */
+        double *bpos = fb + 3 * nbp, *bst = fb + 4 * nbp, *ben = fb + 5 * nbp;
+        int nfb = 0;
+        for (int i = 0; rank == 0 && i < nbp; i++) {
+            if (bcnt[i] <= 0) continue;
+            bpos[nfb] = bin_centre(pe, i);
+            bcnt[nfb] = bcnt[i];
+            bratio[nfb] = bratio[i];
+            bmwn[nfb] = bmwn[i];
+            bst[nfb] = (double)pe[i];
+            ben[nfb] = (double)pe[i + 1];
+            nfb++;
+        }
+        MPI_Bcast(&nfb, 1, MPI_INT, 0, comm);
+        snprintf(g, sizeof g, "%s/softmax_floor_by_position", case_g);
+        TRY(put1(res, g, "position", bpos, nfb, err, errlen));
+        TRY(put1(res, g, "bin_start", bst, nfb, err, errlen));
+        TRY(put1(res, g, "bin_end", ben, nfb, err, errlen));
+        TRY(put1(res, g, "count", bcnt, nfb, err, errlen));
+        TRY(put1(res, g, "min_ratio", bratio, nfb, err, errlen));
+        TRY(put1(res, g, "min_weight_times_n", bmwn, nfb, err, errlen));
 
         /* ---- 6. needles */
         if (m->n_needles > 0) {
@@ -759,16 +814,20 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             if (rc) goto cleanup;
         }
 
-        /* ---- 7. phase precision per probe row (max over heads) */
+        /* ---- 7. phase precision per probe row (max over heads; the phase error mean
+         * over heads and pairs: H heads of np pairs each, so the mean of the heads'
+         * means; every rank computed the phase errors of every probe row itself, so
+         * they need no reduction across ranks) */
         if (m->precision) {
             reduce(m->score_err, hq, MPI_MAX, comm);
             reduce(m->bound_ratio, hq, MPI_MAX, comm);
-            double *pe = b, *se = cc, *ee = dd, *br = e;
+            double *pe = b, *se = cc, *ee = dd, *br = e, *pm = f;
             for (int64_t r = 0; r < m->nq; r++) {
-                pe[r] = se[r] = ee[r] = br[r] = 0;
+                pe[r] = se[r] = ee[r] = br[r] = pm[r] = 0;
                 for (int h = 0; h < H; h++) {
                     const size_t i = (size_t)h * m->nq + r;
                     pe[r] = fmax(pe[r], m->phase_err[i]);
+                    pm[r] += m->phase_err_mean[i] / H;
                     se[r] = fmax(se[r], m->score_err[i]);
                     ee[r] = fabs(m->entropy_err[i]) > fabs(ee[r]) ? m->entropy_err[i] : ee[r];
                     br[r] = fmax(br[r], m->bound_ratio[i]);
@@ -777,6 +836,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             snprintf(g, sizeof g, "%s/precision", case_g);
             TRY(put1(res, g, "position", a, m->nq, err, errlen));
             TRY(put1(res, g, "phase_err_max", pe, m->nq, err, errlen));
+            TRY(put1(res, g, "phase_err_mean", pm, m->nq, err, errlen));
             TRY(put1(res, g, "score_err_max", se, m->nq, err, errlen));
             TRY(put1(res, g, "entropy_err", ee, m->nq, err, errlen));
             TRY(put1(res, g, "bound_ratio_max", br, m->nq, err, errlen));
@@ -784,8 +844,13 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             for (int64_t r = 0; r < m->nq; r++) bmax = fmax(bmax, br[r]);
             MPI_Bcast(&bmax, 1, MPI_DOUBLE, 0, comm);
             TRY(rb_results_attr_f64(res, g, "bound_ratio_max", bmax, err, errlen));
-            TRY(rb_results_attr_i64(res, g, "sampled_keys_per_rank",
-                                    c->metrics_precision_keys, err, errlen));
+            /* the key sample of score_err_max: global, the same for any rank count */
+            const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
+            TRY(rb_results_attr_i64(res, g, "precision_keys", c->metrics_precision_keys, err,
+                                    errlen));
+            TRY(rb_results_attr_i64(res, g, "key_stride", stride, err, errlen));
+            TRY(rb_results_attr_i64(res, g, "sampled_keys", (m->L - 1) / stride + 1, err,
+                                    errlen));
         }
     }
 cleanup:
@@ -802,5 +867,7 @@ cleanup:
     free(tmp);
     free(band);
     free(ood);
+    free(pe);
+    free(fb);
     return rc;
 }

@@ -145,6 +145,13 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, struct rb_results *res,
                      int64_t n_local, char *err, size_t errlen);
 void rb_metrics_free(rb_case_metrics *m);
 
+/* rb_metrics_entropy_normalized: out[h*n + r] = entropy[h*n + r] / log(pos[r] + 1), the
+ * entropy of a row relative to the uniform distribution over its pos[r] + 1 visible keys
+ * (every key at positions 0 ... pos[r]); NaN where pos[r] == 0 (one visible key, log 1 =
+ * 0). entropy and out are [H][n]; out may not alias entropy. */
+void rb_metrics_entropy_normalized(const int64_t *pos, int64_t n, int H, const double *entropy,
+                                   double *out);
+
 /* Subcommands: each parses its own argv (argv[0] is the subcommand name) and
  * returns the process exit code. */
 int rb_cmd_run(int argc, char **argv);

@@ -318,7 +318,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     int64_t nq = 0;
     float *kpre = NULL, *vpre = NULL, *qpre = NULL, *qrot = NULL, *krot = NULL;
     float *outs = NULL;
-    double *state = NULL, *lse = NULL, *ent = NULL, *outd = NULL;
+    double *state = NULL, *lse = NULL, *ent = NULL, *entn = NULL, *outd = NULL;
     double inv_freq[RB_MAX_LIST * 4], inv_base[RB_MAX_LIST * 4];
 
     /* --resume: complete cases stay; incomplete ones are removed and redone */
@@ -374,7 +374,9 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     state = malloc((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
     lse = malloc((size_t)H * (size_t)nq * sizeof(double));
     ent = malloc((size_t)H * (size_t)nq * sizeof(double));
-    if (!kpre || !vpre || !qpre || !qrot || !krot || !state || !lse || !ent) goto nomem;
+    entn = malloc((size_t)H * (size_t)nq * sizeof(double));
+    if (!kpre || !vpre || !qpre || !qrot || !krot || !state || !lse || !ent || !entn)
+        goto nomem;
     if (r->dump) {
         outs = malloc((size_t)H * (size_t)nq * row * sizeof(float));
         outd = malloc((size_t)nq * row * sizeof(double));
@@ -488,6 +490,9 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         TRY(rb_results_write_rows_f64(r->res, path, H, n_rows, rr, nr, lse, e, el));
         snprintf(path, sizeof path, "%s/rows/entropy", g);
         TRY(rb_results_write_rows_f64(r->res, path, H, n_rows, rr, nr, ent, e, el));
+        rb_metrics_entropy_normalized(qpos, nq, H, ent, entn);
+        snprintf(path, sizeof path, "%s/rows/entropy_normalized", g);
+        TRY(rb_results_write_rows_f64(r->res, path, H, n_rows, rr, nr, entn, e, el));
         if (outs) {
             snprintf(path, sizeof path, "%s/rows/output", g);
             TRY(rb_results_write_rows_f32(r->res, path, H, n_rows, d, rr, nr, outs, e, el));
@@ -571,6 +576,7 @@ cleanup:
     free(state);
     free(lse);
     free(ent);
+    free(entn);
     free(outs);
     free(outd);
     return rc;

@@ -388,7 +388,9 @@ void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
  * with the exact phases (rb_rope_phase) and with the phases common fp32 code forms,
  * (float)pos * (float)inv_freq in float (then converted to double); scores
  * s = scale * <q, k> over the rotated dims and pass-through dims, in double.
- * Per row m: phase_err_max[m] = max_j |wrap(phi_fp32 - phi_exact)| at q_pos[m];
+ * Per row m: phase_err_max[m] = max_j |wrap(phi_fp32 - phi_exact)| at q_pos[m] and
+ * phase_err_mean[m] = the mean of the same np terms (pairs j < rotary_dim/2, summed in
+ * order j = 0, 1, ...; they depend on the position alone, not on the keys);
  * score_err_max[m] = max over visible sampled keys of |s_fp32 - s_exact|;
  * bound_ratio_max[m] = max over those keys of |s_fp32 - s_exact| /
  * (2 sin(eps/2) * sum_j rho_j), eps = max_j |relative phase perturbation| of the pair
@@ -399,8 +401,8 @@ int rb_metrics_precision(const float *qpre, const int64_t *q_pos, int64_t nq,
                          const float *kpre, const int64_t *k_pos, int64_t nk,
                          const double *inv_freq, int d, int rotary_dim,
                          rb_rope_layout layout, double attention_factor, double scale,
-                         double *phase_err_max, double *score_err_max,
-                         double *bound_ratio_max);
+                         double *phase_err_max, double *phase_err_mean,
+                         double *score_err_max, double *bound_ratio_max);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,11 @@
 ranks) must agree: analytic groups (phase/*, decay B, roformer_bound) within 1e-9 and
 data-driven ones within 1e-5, as |x - y| / max(|x|, |y|, 1). Nothing is left out: the
 precision key sample is a fixed set of global positions, whatever the rank count.
+Values far below 1 whose computation does not depend on the ranks at all (the phase
+errors, a function of the position; the score errors of the sampled keys, each
+evaluated whole on one rank and reduced with MAX) must agree within 1e-9 of their own
+size, |x - y| / max(|x|, |y|), so that a wrong reduction of a mean (say, of per-rank
+means) cannot hide under the floor of 1. Also compared: rows/entropy_normalized.
 
 usage: compare_metrics.py A.h5 B.h5
 """
@@ -11,9 +16,11 @@ import sys
 import h5py
 import numpy as np
 
-GROUPS = ["entropy", "phase", "decay", "pair_share", "needles", "softmax_floor", "precision"]
+GROUPS = ["entropy", "phase", "decay", "pair_share", "needles", "softmax_floor",
+          "softmax_floor_by_position", "precision", "rows/entropy_normalized"]
 ANALYTIC = ("phase/", "decay/by_distance/B", "decay/by_distance/roformer_bound",
             "decay/by_distance/distance", "decay/by_distance/bin_")
+RELATIVE = ("precision/phase_err_max", "precision/phase_err_mean", "precision/score_err_max")
 
 
 def datasets(g, prefix=""):
@@ -39,20 +46,26 @@ def main():
             for grp in GROUPS:
                 if grp not in ca:
                     continue
-                da, db = datasets(ca[grp], grp + "/"), datasets(cb[grp], grp + "/")
+                if isinstance(ca[grp], h5py.Dataset):
+                    da, db = {grp: ca[grp][()]}, {grp: cb[grp][()]} if grp in cb else {}
+                else:
+                    da, db = datasets(ca[grp], grp + "/"), datasets(cb[grp], grp + "/")
                 if set(da) != set(db):
                     print(f"FAIL {name}/{grp}: datasets differ {sorted(set(da) ^ set(db))}")
                     failed += 1
                     continue
                 for k in sorted(da):
                     x, y = np.asarray(da[k], float), np.asarray(db[k], float)
-                    tol = 1e-9 if k.startswith(ANALYTIC) else 1e-5
+                    tol = 1e-9 if k.startswith(ANALYTIC + RELATIVE) else 1e-5
+                    floor = 0.0 if k in RELATIVE else 1.0
                     if x.shape != y.shape:
                         print(f"FAIL {name}/{k}: shapes {x.shape} vs {y.shape}")
                         failed += 1
                         continue
                     same = (np.isnan(x) & np.isnan(y)) | (x == y)
-                    e = np.where(same, 0, np.abs(x - y) / np.maximum(np.maximum(abs(x), abs(y)), 1))
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        e = np.where(same, 0, np.abs(x - y) /
+                                     np.maximum(np.maximum(abs(x), abs(y)), floor))
                     if e.size and e.max() > tol:
                         i = np.unravel_index(np.argmax(e), e.shape)
                         print(f"FAIL {name}/{k} at {i}: {x[i]!r} vs {y[i]!r} (err {e[i]:.3g} > {tol:g})")

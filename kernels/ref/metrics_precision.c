@@ -59,8 +59,8 @@ int rb_metrics_precision(const float *qpre, const int64_t *q_pos, int64_t nq,
                          const float *kpre, const int64_t *k_pos, int64_t nk,
                          const double *inv_freq, int d, int rotary_dim,
                          rb_rope_layout layout, double attention_factor, double scale,
-                         double *phase_err_max, double *score_err_max,
-                         double *bound_ratio_max)
+                         double *phase_err_max, double *phase_err_mean,
+                         double *score_err_max, double *bound_ratio_max)
 {
     const int np = rotary_dim / 2;
     const size_t rowd = (size_t)d;
@@ -99,14 +99,16 @@ int rb_metrics_precision(const float *qpre, const int64_t *q_pos, int64_t nq,
             if (!ok) continue;
             rotate_both(qpre + (size_t)m * rowd, q_pos[m], inv_freq, d, rotary_dim, layout,
                         attention_factor, qex, qf, qerr);
-            double pmax = 0;
+            double pmax = 0, psum = 0;
             for (int j = 0; j < np; j++) {
                 int a, b;
                 pair_dims(layout, rotary_dim, j, &a, &b);
                 qnorm[j] = hypot(qex[a], qex[b]);
                 if (fabs(qerr[j]) > pmax) pmax = fabs(qerr[j]);
+                psum += fabs(qerr[j]);
             }
             phase_err_max[m] = pmax;
+            phase_err_mean[m] = np > 0 ? psum / np : 0.0;
             double emax = 0, rmax = 0;
             for (int64_t n = 0; n < nk; n++) {
                 if (k_pos[n] > q_pos[m]) continue;
