@@ -31,6 +31,8 @@ enum {
     RP_TAB_NEEDLES,   /* needles (metric 6) */
     RP_TAB_PRECISION, /* precision (metric 7) */
     RP_TAB_FLOOR,     /* softmax_floor (metric 8) */
+    RP_TAB_ENTROPY,   /* entropy/by_position (metric 3) */
+    RP_TAB_FLOOR_POS, /* softmax_floor_by_position (metric 8 per position bin) */
     RP_TAB_COUNT
 };
 #define RP_TAB_MAXCOL 8
@@ -46,8 +48,13 @@ enum { RP_SHARE_DIST, RP_SHARE_WEIGHT, RP_SHARE_TOP_PAIR, RP_SHARE_TOP, RP_SHARE
        RP_SHARE_MID, RP_SHARE_LOW };
 enum { RP_NEEDLE_HEAD, RP_NEEDLE_QPOS, RP_NEEDLE_NPOS, RP_NEEDLE_DIST, RP_NEEDLE_SCORE,
        RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT };
-enum { RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND };
+enum { RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND,
+       RP_PREC_PHASE_MEAN };
 enum { RP_FLOOR_POS, RP_FLOOR_MWN, RP_FLOOR_FLOOR, RP_FLOOR_RATIO };
+enum { RP_ENT_POS, RP_ENT_COUNT, RP_ENT_MEAN, RP_ENT_MIN, RP_ENT_MAX, RP_ENT_STD,
+       RP_ENT_NORM };
+enum { RP_FLOORP_POS, RP_FLOORP_START, RP_FLOORP_END, RP_FLOORP_COUNT, RP_FLOORP_RATIO,
+       RP_FLOORP_MWN };
 
 typedef struct {
     const char *group;                /* group under the case */

@@ -543,10 +543,16 @@ const rp_tab_spec rp_tab_specs[RP_TAB_COUNT] = {
                                          "=high", "=mid", "=low"}},
     [RP_TAB_NEEDLES] = {"needles", 8, {"head", "query_pos", "needle_pos", "distance",
                                         "score", "mass", "rank", "hit"}},
-    [RP_TAB_PRECISION] = {"precision", 5, {"position", "phase_err_max", "score_err_max",
-                                            "entropy_err", "bound_ratio_max"}},
+    [RP_TAB_PRECISION] = {"precision", 6, {"position", "phase_err_max", "score_err_max",
+                                            "entropy_err", "bound_ratio_max",
+                                            "phase_err_mean"}},
     [RP_TAB_FLOOR] = {"softmax_floor", 4, {"position", "min_weight_times_n", "floor",
                                             "ratio"}},
+    [RP_TAB_ENTROPY] = {"entropy/by_position", 7, {"position", "count", "mean", "min", "max",
+                                                    "std", "mean_normalized"}},
+    [RP_TAB_FLOOR_POS] = {"softmax_floor_by_position", 6, {"position", "bin_start", "bin_end",
+                                                            "count", "min_ratio",
+                                                            "min_weight_times_n"}},
 };
 
 /* rp_bench_spec: see report_int.h. */

@@ -117,6 +117,13 @@ static const rp_mtable mtables[] = {
       RP_PHASE_OOD_COUNT, RP_PHASE_OOD_ENERGY},
      {"distance", "D", "D_high", "D_mid", "D_low", "ood_frac_count", "ood_frac_energy"},
      {"%.6g", "%.4g", "%.4g", "%.4g", "%.4g", "%.4g", "%.4g"}},
+    {RP_TAB_ENTROPY, "Metric 3: entropy by position (entropy/by_position)",
+     "Row entropy H (nats) over the rows and heads of each log-spaced position bin: count, "
+     "mean, min, max, std, and the mean of H / log(visible keys) (1 = uniform over the keys "
+     "the row sees).",
+     7, {RP_ENT_POS, RP_ENT_COUNT, RP_ENT_MEAN, RP_ENT_MIN, RP_ENT_MAX, RP_ENT_STD, RP_ENT_NORM},
+     {"position", "count", "mean", "min", "max", "std", "mean_normalized"},
+     {"%.6g", "%.0f", "%.6g", "%.6g", "%.6g", "%.4g", "%.4g"}},
     {RP_TAB_DECAY, "Metric 4: score decay by distance (decay/by_distance)",
      "Measured mean and std of the scaled score over (probe row, key) pairs per distance bin "
      "(probe mode; n/a in full mode), beside the analytic RoFormer relative upper bound and "
@@ -146,17 +153,26 @@ static const rp_mtable mtables[] = {
      {"head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"},
      {"%.0f", "%.0f", "%.0f", "%.0f", "%.4g", "%.4g", "%.0f", "%.0f"}},
     {RP_TAB_PRECISION, "Metric 7: phase precision of fp32 phases (precision)",
-     "Per probe row, max over heads: phase error of fp32 phases (rad), the score error it "
-     "causes (logit units), the entropy error (nats, signed, largest |x|), and the measured "
-     "score error over its bound (≤ 1).",
-     5, {RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND},
-     {"position", "phase_err_max", "score_err_max", "entropy_err", "bound_ratio_max"},
-     {"%.0f", "%.3g", "%.3g", "%.3g", "%.3g"}},
+     "Per probe row, max over heads: phase error of fp32 phases (rad; max and mean over the "
+     "pairs), the score error it causes (logit units), the entropy error (nats, signed, "
+     "largest |x|), and the measured score error over its bound (≤ 1).",
+     6, {RP_PREC_POS, RP_PREC_PHASE, RP_PREC_PHASE_MEAN, RP_PREC_SCORE, RP_PREC_ENTROPY,
+         RP_PREC_BOUND},
+     {"position", "phase_err_max", "phase_err_mean", "score_err_max", "entropy_err",
+      "bound_ratio_max"},
+     {"%.0f", "%.3g", "%.3g", "%.3g", "%.3g", "%.3g"}},
     {RP_TAB_FLOOR, "Metric 8: softmax floor (softmax_floor)",
      "Per probe row (the head with the smallest ratio): the smallest attention weight times the "
      "visible keys n, the floor e^(−2R), and their ratio (≥ 1).",
      4, {RP_FLOOR_POS, RP_FLOOR_MWN, RP_FLOOR_FLOOR, RP_FLOOR_RATIO},
      {"position", "min_weight_times_n", "floor", "ratio"}, {"%.0f", "%.4g", "%.4g", "%.4g"}},
+    {RP_TAB_FLOOR_POS, "Metric 8, by position bin (softmax_floor_by_position)",
+     "The same per log-spaced position bin [bin_start, bin_end): rows × heads in it, the "
+     "smallest ratio (≥ 1) and the smallest weight times n.",
+     6, {RP_FLOORP_POS, RP_FLOORP_START, RP_FLOORP_END, RP_FLOORP_COUNT, RP_FLOORP_RATIO,
+         RP_FLOORP_MWN},
+     {"position", "bin_start", "bin_end", "count", "min_ratio", "min_weight_times_n"},
+     {"%.6g", "%.0f", "%.0f", "%.0f", "%.4g", "%.4g"}},
 };
 
 /* Whether case a is a better representative than case b: longer sequence, then probe

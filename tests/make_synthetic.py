@@ -92,12 +92,16 @@ def write_metrics(g, inv_base, inv, L, L0, pos, heads, probe):
     n = len(pos)
     r = np.arange(n, dtype=np.float64)
     put_cols(g.create_group("precision"), {
-        "position": pos, "phase_err_max": 1e-7 * (r + 1), "score_err_max": 3e-8 * (r + 2),
+        "position": pos, "phase_err_max": 1e-7 * (r + 1), "phase_err_mean": 4e-8 * (r + 1),
+        "score_err_max": 3e-8 * (r + 2),
         "entropy_err": -4e-9 * (r + 3), "bound_ratio_max": 0.05 + 0.1 * r})
     g["precision"].attrs["bound_ratio_max"] = np.float64(0.05 + 0.1 * (n - 1))
     put_cols(g.create_group("softmax_floor"), {
         "position": pos, "min_weight_times_n": 0.8 - 0.1 * r, "floor": 0.3 - 0.04 * r,
         "ratio": (0.8 - 0.1 * r) / (0.3 - 0.04 * r)})
+    put_cols(g.create_group("softmax_floor_by_position"), {
+        "position": pos, "bin_start": np.floor(pos), "bin_end": np.floor(pos) + 1,
+        "count": np.full(n, 2.0), "min_ratio": 1.5 + 0.25 * r, "min_weight_times_n": 0.7 - 0.05 * r})
 
 
 def write_needles(g, key_pos, query_pos, heads):

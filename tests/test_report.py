@@ -74,6 +74,8 @@ TABLES = [
       "ood"]),
     ("Metric 2:", "phase/by_distance",
      ["distance", "D", "D_high", "D_mid", "D_low", "ood_frac_count", "ood_frac_energy"], None),
+    ("Metric 3:", "entropy/by_position",
+     ["position", "count", "mean", "min", "max", "std", "mean_normalized"], None),
     ("Metric 4:", "decay/by_distance",
      ["distance", "count", "mean_score", "std_score", "roformer_bound", "B"], None),
     ("Metric 5:", "pair_share",
@@ -83,8 +85,11 @@ TABLES = [
     ("Metric 6:", "needles",
      ["head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"], None),
     ("Metric 7:", "precision",
-     ["position", "phase_err_max", "score_err_max", "entropy_err", "bound_ratio_max"], None),
+     ["position", "phase_err_max", "phase_err_mean", "score_err_max", "entropy_err",
+      "bound_ratio_max"], None),
     ("Metric 8:", "softmax_floor", ["position", "min_weight_times_n", "floor", "ratio"], None),
+    ("Metric 8, by position bin", "softmax_floor_by_position",
+     ["position", "bin_start", "bin_end", "count", "min_ratio", "min_weight_times_n"], None),
 ]
 
 
