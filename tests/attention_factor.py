@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
-"""attention_factor.py — one study with scaling.attention_factor = auto,1,1.5 shows
-YaRN's temperature correction on and off side by side: one case per value for yarn
-(named -afauto, -af1, -af1.5), one for a method that does not take the factor, the
-resolved factor and the setting recorded per case, the same frequencies for all three,
-the row entropy falling as the factor grows (it scales every score by its square), and
-the report keeping the entries apart in its tables and plot legends.
+"""attention_factor.py — one study with scaling.attention_factor = auto,1,1.5 shows YaRN's
+temperature correction on and off side by side (docs/config.md, metric 3 of
+docs/metrics.md). Per sequence length and mode (full and probe):
+
+  - one yarn case per value, named -afauto, -af1, -af1.5, and one case for llama3 (which
+    takes no factor), each recording its setting and the factor it resolved to
+    (auto: 0.1 ln(factor) + 1), the yarn ones with the same frequencies;
+  - the entropy falls as the factor grows (it scales the logits by its square, and
+    dH/dbeta = -beta Var_p(s) < 0 for the softmax of beta * s): on every row past
+    position 0 (never higher by more than 1e-12), in the mean over those rows by more
+    than 1 %, in rows/entropy_normalized (NaN at position 0), and in entropy/by_position's
+    mean and mean_normalized in every bin past [0, 1);
+
+and the report keeps the entries apart: their own rows in the metric tables, their own
+lines (labelled with the setting) in the plots.
 
 usage: attention_factor.py WORK EXE CONFIG -- MPIEXEC... (the launcher up to -n)
 """
@@ -16,6 +25,12 @@ import sys
 import h5py
 import numpy as np
 
+SETTINGS = ["1", "auto", "1.5"]  # increasing factor for the small study (auto = 1.139)
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
 
 def main():
     sep = sys.argv.index("--")
@@ -23,65 +38,84 @@ def main():
     mpi = sys.argv[sep + 1:]
     os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "attention_factor.h5")
-    cmd = mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", out,
-                 "--set", "scaling.methods=yarn,llama3",
-                 "--set", "scaling.attention_factor=auto,1,1.5",
-                 "--set", "study.modes=probe", "--set", "study.datasets=gaussian"]
-    subprocess.run(cmd, check=True)
-    fails = []
+    if os.path.exists(out):
+        os.remove(out)
+    subprocess.run(mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", out,
+                          "--set", "scaling.methods=yarn,llama3",
+                          "--set", "scaling.attention_factor=auto,1,1.5",
+                          "--set", "study.datasets=gaussian"], check=True)
+    fails, groups = [], []
     with h5py.File(out, "r") as f:
-        cases = sorted(f["/cases"].keys())
-        factor = float(f["/cases"][cases[0]].attrs["factor"])
-        L = int(f["/cases"][cases[0]].attrs["seq_len"])
-        tag = f"x{factor:g}"
-        want = {f"yarn-{tag}-afauto-L{L}-probe-gaussian": ("auto", 0.1 * math.log(factor) + 1),
-                f"yarn-{tag}-af1-L{L}-probe-gaussian": ("1", 1.0),
-                f"yarn-{tag}-af1.5-L{L}-probe-gaussian": ("1.5", 1.5),
-                f"llama3-{tag}-L{L}-probe-gaussian": ("auto", 1.0)}
-        if sorted(want) != cases:
-            fails.append(f"cases {cases}, want {sorted(want)}")
-        ent = {}
-        for name, (setting, af) in want.items():
-            if name not in f["/cases"]:
+        C = f["/cases"]
+        first = C[sorted(C.keys())[0]]
+        s = float(first.attrs["factor"])
+        tag = f"x{s:g}"
+        resolved = {"1": 1.0, "auto": 0.1 * math.log(s) + 1, "1.5": 1.5}
+        want = set()
+        for c in C.values():
+            want.add((int(c.attrs["seq_len"]), text(c.attrs["mode"])))
+        names = set()
+        for L, mode in sorted(want):
+            yarn = [f"yarn-{tag}-af{a}-L{L}-{mode}-gaussian" for a in SETTINGS]
+            names.update(yarn + [f"llama3-{tag}-L{L}-{mode}-gaussian"])
+            groups.append((L, mode, yarn))
+        if names != set(C.keys()):
+            fails.append(f"cases {sorted(C.keys())}, want {sorted(names)}")
+        for L, mode, yarn in groups:
+            if not all(n in C for n in yarn):
                 continue
-            g = f["/cases"][name]
-            got_s = g.attrs["attention_factor_setting"]
-            got_s = got_s.decode() if isinstance(got_s, bytes) else str(got_s)
-            got_af = float(g.attrs["attention_factor"])
-            if got_s != setting:
-                fails.append(f"{name}: attention_factor_setting {got_s!r}, want {setting!r}")
-            if abs(got_af - af) > 1e-12 * af:
-                fails.append(f"{name}: attention_factor {got_af!r}, want {af!r}")
-            ent[name] = float(np.mean(g["rows/entropy"][()]))
-        yarn = [n for n in want if n.startswith("yarn") and n in f["/cases"]]
-        inv = [f["/cases"][n]["phase/pairs/inv_freq"][()] for n in yarn]
-        if any(not np.array_equal(inv[0], x) for x in inv[1:]):
-            fails.append("the yarn entries' inv_freq differ (only the factor may)")
-        names = [f"yarn-{tag}-af1-L{L}-probe-gaussian", f"yarn-{tag}-afauto-L{L}-probe-gaussian",
-                 f"yarn-{tag}-af1.5-L{L}-probe-gaussian"]
-        if all(n in ent for n in names):
-            h = [ent[n] for n in names]
-            print("mean row entropy (nats) at attention factor 1, auto "
-                  f"({0.1 * math.log(factor) + 1:.4f}), 1.5: " + ", ".join(f"{x:.6f}" for x in h))
-            if not h[0] > h[1] > h[2]:
-                fails.append(f"entropy does not fall as the factor grows: {h}")
-    # the report keeps the entries apart: their own rows in the metric tables, their own
-    # lines (labelled with the setting) in the plots
+            g = [C[n] for n in yarn]
+            for c, a in zip(g, SETTINGS):
+                if text(c.attrs["attention_factor_setting"]) != a:
+                    fails.append(f"{c.name}: attention_factor_setting "
+                                 f"{text(c.attrs['attention_factor_setting'])!r}, want {a!r}")
+                if abs(float(c.attrs["attention_factor"]) - resolved[a]) > 1e-12:
+                    fails.append(f"{c.name}: attention_factor {c.attrs['attention_factor']!r}, "
+                                 f"want {resolved[a]!r}")
+            inv = [c["phase/pairs/inv_freq"][()] for c in g]
+            if any(not np.array_equal(inv[0], x) for x in inv[1:]):
+                fails.append(f"L{L} {mode}: the yarn entries' inv_freq differ")
+            far = g[0]["rows/position"][()] > 0
+            h = [c["rows/entropy"][()][:, far] for c in g]
+            hn = [c["rows/entropy_normalized"][()] for c in g]
+            for k in range(2):
+                lo, hi = SETTINGS[k + 1], SETTINGS[k]
+                if (h[k + 1] > h[k] + 1e-12).any():
+                    fails.append(f"L{L} {mode}: entropy at factor {lo} above factor {hi} in "
+                                 f"{np.count_nonzero(h[k + 1] > h[k] + 1e-12)} rows")
+                if not h[k + 1].mean() < 0.99 * h[k].mean():
+                    fails.append(f"L{L} {mode}: mean entropy {h[k + 1].mean():.6f} at {lo} not "
+                                 f"1 % below {h[k].mean():.6f} at {hi}")
+                if (hn[k + 1][:, far] > hn[k][:, far] + 1e-12).any():
+                    fails.append(f"L{L} {mode}: normalized entropy at {lo} above {hi}")
+                bp = [c["entropy/by_position"] for c in g[k:k + 2]]
+                past0 = bp[0]["bin_start"][()] > 0
+                for col in ("mean", "mean_normalized"):
+                    if not (bp[1][col][()][past0] < bp[0][col][()][past0]).all():
+                        fails.append(f"L{L} {mode}: entropy/by_position {col} at {lo} not "
+                                     f"below {hi} in every bin")
+            if any(not np.isnan(x[:, ~far]).all() for x in hn):
+                fails.append(f"L{L} {mode}: entropy_normalized not NaN at position 0")
+            print(f"L{L} {mode}: mean row entropy (nats) at factor 1, auto "
+                  f"({resolved['auto']:.4f}), 1.5: " + ", ".join(f"{x.mean():.6f}" for x in h))
+        probe = [(L, y) for L, mode, y in groups if mode == "probe"]
     rep = os.path.join(work, "attention_factor_report")
     subprocess.run([exe, "report", out, "-o", rep], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(rep, "report.md")) as fh:
         md = fh.read()
-    with open(os.path.join(rep, f"entropy-L{L}-probe-gaussian.svg")) as fh:
-        svg = fh.read()
-    for setting in ("auto", "1", "1.5"):
-        name = f"yarn-{tag}-af{setting}-L{L}-probe-gaussian"
-        if f"| {name} |" not in md:
-            fails.append(f"report.md has no table row for {name}")
-        if f"yarn {tag} af {setting}<" not in svg:
-            fails.append(f"the entropy plot has no line labelled 'yarn {tag} af {setting}'")
+    for L, yarn in probe:
+        with open(os.path.join(rep, f"entropy-L{L}-probe-gaussian.svg")) as fh:
+            svg = fh.read()
+        for name, a in zip(yarn, SETTINGS):
+            if f"| {name} |" not in md:
+                fails.append(f"report.md has no table row for {name}")
+            if f"yarn {tag} af {a}<" not in svg:
+                fails.append(f"the entropy plot has no line labelled 'yarn {tag} af {a}'")
+    if not groups or not probe:
+        fails.append("no full or no probe case to check")
     for m in fails:
         print("FAIL:", m)
-    print(f"{0 if fails else 1} passed, {len(fails)} failed")
+    print(f"{len(groups)} groups checked, {len(fails)} failed")
     return 1 if fails else 0
 
 

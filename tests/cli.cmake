@@ -75,11 +75,8 @@ rb_add_test(NAME cli_probe_rows_all COMMAND ${RP} --set study.seq_lens=64
 set_tests_properties(cli_probe_rows_all PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "none-L64-probe-gaussian +64 ")
 
-# scaling.attention_factor as a list: one yarn case per value in one study
-rb_add_test(NAME cli_attention_factor_list COMMAND ${RP}
-  --set scaling.methods=none,yarn --set scaling.attention_factor=auto,1)
-set_tests_properties(cli_attention_factor_list PROPERTIES LABELS "cli"
-  PASS_REGULAR_EXPRESSION "none-L1048576-probe-gaussian[^\n]*\n# yarn-x8-afauto-L1048576-probe-gaussian[^\n]*\n# yarn-x8-af1-L1048576")
+# scaling.attention_factor as a list: one yarn case per value in one study, names,
+# factors, entropy falling with the factor, full and probe mode, and the report
 rb_cli_error(af_twice 2 "scaling.attention_factor: 'auto' listed twice" ${R}
   --set scaling.attention_factor=auto,auto)
 rb_add_test(NAME e2e_attention_factor_list COMMAND ${RB_PYTHON}

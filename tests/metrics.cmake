@@ -13,8 +13,5 @@ foreach(t e2e_small_zigzag_np2 e2e_small_striped_np3 e2e_small_zigzag_np4)
     ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/small_np1.h5 ${RB_MW}/${t}.h5)
   set_tests_properties(metrics_ranks_${t} PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
 endforeach()
-# YaRN's attention factor (auto against 1) must lower the entropy of every row (metric 3)
-rb_add_test(NAME metrics_entropy_attention_factor COMMAND ${RB_PYTHON}
-  ${CMAKE_CURRENT_SOURCE_DIR}/entropy_attention_factor.py ${CMAKE_CURRENT_BINARY_DIR}/metrics_af
-  ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
-set_tests_properties(metrics_entropy_attention_factor PROPERTIES LABELS mpi)
+# YaRN's attention factor lowering the entropy of every row (metric 3), with the factor
+# on and off in one study: e2e_attention_factor_list (tests/cli.cmake)
