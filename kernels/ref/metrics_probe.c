@@ -2,6 +2,9 @@
 #include "rb_kernels.h"
 
 #include <math.h>
+#ifdef RB_METRICS_PROBE_AVX512
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -10,10 +13,13 @@
 
 /* This file is also compiled with AVX-512 flags, by kernels/avx512/metrics_probe_avx512.c
  * including it with RB_METRICS_PROBE_AVX512 defined: the same loops, vectorized 8
- * doubles wide. Every vector loop below is lane-wise (no reassociation) and C17 mode
- * does not contract a*b+c into FMA, so both builds give bit-identical results;
- * rb_probe_metrics_accumulate runs the AVX-512 build when the CPU and OS allow it and
- * ROPEBENCH_ISA is not "ref". */
+ * doubles wide, plus a few AVX-512 intrinsic loops for the hot spots. Every vector loop
+ * is lane-wise (no reassociation) and C17 mode does not contract a*b+c into FMA; the
+ * AVX-512 loops that do use FMA only ever multiply two values whose product is exact
+ * in double (a float times a float, or a float times a share weight rounded to float),
+ * so FMA and the portable multiply-then-add round once, alike. Both builds therefore
+ * give bit-identical results; rb_probe_metrics_accumulate runs the AVX-512 build when
+ * the CPU and OS allow it and ROPEBENCH_ISA is not "ref". */
 #ifdef RB_METRICS_PROBE_AVX512
 #define ACCUMULATE_IMPL rb_probe_metrics_accumulate_avx512
 int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int64_t nq,
@@ -27,16 +33,19 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * layouts (kd[n][d] for the weighted key sums of the share, kT[d][KB] for the scores),
  * then met by every probe row that sees part of the block; blocks go to threads
  * cyclically (block b to thread b mod T: with log-spaced rows the early keys are seen
- * by many more rows than the late ones). Scores are computed KC keys at a time with
- * the dims split over 4 partial sums exactly as rb_attn_tile_ref's dot product, so a
- * score here is bit-identical to the reference tile's (and to a caller's needle_s
- * computed the same way). The weighted key sums W += p k of the share are applied up
- * to 4 keys at a time, ((W + p0 k0) + p1 k1) + ..., in key order (one load and store
- * of W per 4 keys, the same rounding as one key at a time). Each row's run (its sums
+ * by many more rows than the late ones). Scores are computed KC keys at a time (all 16
+ * at once in the AVX-512 build) with the dims split over 4 partial sums exactly as
+ * rb_attn_tile_ref's dot product, so a score here is bit-identical to the reference
+ * tile's (and to a caller's needle_s computed the same way). Each row's run (its sums
  * in the current distance bin, and its W) lives across the blocks of a thread, since
  * a row meets its keys in block order and changes bin rarely; it is flushed into the
  * bin when the bin changes and after the last block (with nq * rotary_dim above 4M,
- * which would make W large, every block flushes its runs instead). */
+ * which would make W large, every block flushes its runs instead). Two paths per
+ * (row, block): when the row sees all 16 keys of a whole block, all in one bin, and
+ * looks for no needle (nearly always), the block's sums are pairwise trees and
+ * W += p k runs over the 16 keys in one pass with W in registers; otherwise key by
+ * key, with W += p k applied up to 4 keys at a time, ((W + p0 k0) + p1 k1) + ..., in
+ * key order. */
 #define KB 16 /* kd and kT take 2 x 16 KiB at d = 128, so they stay in L1 beside W and
                   * the row while every row passes over them (32 keys: 10-16 % slower) */
 #ifdef RB_METRICS_PROBE_AVX512
@@ -163,6 +172,42 @@ static int bin_of(const int64_t *edges, int nbins, int64_t dist)
 static void block_scores(const double *q, const double *kT, int d, double scale,
                          double *sc)
 {
+#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+    /* the same sums for all 16 keys at once, 8 chains of one zmm (4 partial sums x 2
+     * halves of the block). FMA here gives the portable loop's result bit for bit: q
+     * and k are floats widened to double, so q * k (at most 48 significant bits) is
+     * exact and only the add rounds, in both. */
+    {
+        __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        __m512d b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        int i = 0;
+        for (; i + 4 <= d; i += 4) {
+            const double *k0 = kT + (size_t)i * KB;
+            const __m512d q0 = _mm512_set1_pd(q[i]), q1 = _mm512_set1_pd(q[i + 1]);
+            const __m512d q2 = _mm512_set1_pd(q[i + 2]), q3 = _mm512_set1_pd(q[i + 3]);
+            a0 = _mm512_fmadd_pd(q0, _mm512_loadu_pd(k0), a0);
+            b0 = _mm512_fmadd_pd(q0, _mm512_loadu_pd(k0 + 8), b0);
+            a1 = _mm512_fmadd_pd(q1, _mm512_loadu_pd(k0 + KB), a1);
+            b1 = _mm512_fmadd_pd(q1, _mm512_loadu_pd(k0 + KB + 8), b1);
+            a2 = _mm512_fmadd_pd(q2, _mm512_loadu_pd(k0 + 2 * KB), a2);
+            b2 = _mm512_fmadd_pd(q2, _mm512_loadu_pd(k0 + 2 * KB + 8), b2);
+            a3 = _mm512_fmadd_pd(q3, _mm512_loadu_pd(k0 + 3 * KB), a3);
+            b3 = _mm512_fmadd_pd(q3, _mm512_loadu_pd(k0 + 3 * KB + 8), b3);
+        }
+        for (; i < d; i++) {
+            const double *k0 = kT + (size_t)i * KB;
+            const __m512d qi = _mm512_set1_pd(q[i]);
+            a0 = _mm512_fmadd_pd(qi, _mm512_loadu_pd(k0), a0);
+            b0 = _mm512_fmadd_pd(qi, _mm512_loadu_pd(k0 + 8), b0);
+        }
+        const __m512d vs = _mm512_set1_pd(scale);
+        _mm512_storeu_pd(sc, _mm512_mul_pd(vs, _mm512_add_pd(_mm512_add_pd(a0, a1),
+                                                            _mm512_add_pd(a2, a3))));
+        _mm512_storeu_pd(sc + 8, _mm512_mul_pd(vs, _mm512_add_pd(_mm512_add_pd(b0, b1),
+                                                                _mm512_add_pd(b2, b3))));
+        return;
+    }
+#endif
     for (int n0 = 0; n0 < KB; n0 += KC) {
         double a0[KC] = {0}, a1[KC] = {0}, a2[KC] = {0}, a3[KC] = {0};
         int i = 0;
@@ -187,7 +232,15 @@ static void block_scores(const double *q, const double *kT, int d, double scale,
 }
 
 
-/* W[0..rot) += p_i k_i for the pending keys, in order. */
+/* W[0..rot) += p_i k_i for the pending keys, in order. Each p_i is a double holding a
+ * float (see the share weights in do_block) and k_i a float widened to double, so
+ * p_i * k_i is exact: the AVX-512 build's FMA and the portable multiply-then-add round
+ * once, alike. */
+#ifdef RB_METRICS_PROBE_AVX512
+#define RB_MAC(a, x, y) fma((x), (y), (a))
+#else
+#define RB_MAC(a, x, y) ((a) + (x) * (y))
+#endif
 static void run_apply(run_acc *r, double *restrict W, int rot)
 {
     const double p0 = r->pp[0], p1 = r->pp[1], p2 = r->pp[2], p3 = r->pp[3];
@@ -199,19 +252,20 @@ static void run_apply(run_acc *r, double *restrict W, int rot)
 #pragma omp simd
 #endif
         for (int i = 0; i < rot; i++)
-            W[i] = (((W[i] + p0 * k0[i]) + p1 * k1[i]) + p2 * k2[i]) + p3 * k3[i];
+            W[i] = RB_MAC(RB_MAC(RB_MAC(RB_MAC(W[i], p0, k0[i]), p1, k1[i]), p2, k2[i]), p3,
+                          k3[i]);
         break;
     case 3:
         for (int i = 0; i < rot; i++)
-            W[i] = ((W[i] + p0 * k0[i]) + p1 * k1[i]) + p2 * k2[i];
+            W[i] = RB_MAC(RB_MAC(RB_MAC(W[i], p0, k0[i]), p1, k1[i]), p2, k2[i]);
         break;
     case 2:
         for (int i = 0; i < rot; i++)
-            W[i] = (W[i] + p0 * k0[i]) + p1 * k1[i];
+            W[i] = RB_MAC(RB_MAC(W[i], p0, k0[i]), p1, k1[i]);
         break;
     case 1:
         for (int i = 0; i < rot; i++)
-            W[i] += p0 * k0[i];
+            W[i] = RB_MAC(W[i], p0, k0[i]);
         break;
     default:
         break;
@@ -245,6 +299,119 @@ static void run_flush(run_acc *r, const shared_ctx *c, const double *q, double *
     r->wdirty = 0;
 }
 
+#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+/* kT[i][n] = kd[n][i] for a whole block (16 keys) and d a multiple of 8: 8 x 8
+ * transposes of doubles in registers (data movement only, so the same kT as the
+ * scalar loop). */
+static void transpose_block(const double *kd, int d, double *kT)
+{
+    for (int n0 = 0; n0 < KB; n0 += 8)
+        for (int i0 = 0; i0 < d; i0 += 8) {
+            __m512d r[8], t[8];
+            for (int j = 0; j < 8; j++)
+                r[j] = _mm512_loadu_pd(kd + (size_t)(n0 + j) * (size_t)d + i0);
+            for (int j = 0; j < 8; j += 2) {
+                t[j] = _mm512_unpacklo_pd(r[j], r[j + 1]);
+                t[j + 1] = _mm512_unpackhi_pd(r[j], r[j + 1]);
+            }
+            /* t[0]: lanes (r0[0] r1[0]) (r0[2] r1[2]) (r0[4] r1[4]) (r0[6] r1[6]); t[1]
+             * the odd elements; t[2], t[3] of r2, r3; ... */
+            for (int h = 0; h < 2; h++) {
+                const __m512d v0 = _mm512_shuffle_f64x2(t[h], t[h + 2], 0x44);
+                const __m512d v1 = _mm512_shuffle_f64x2(t[h], t[h + 2], 0xEE);
+                const __m512d w0 = _mm512_shuffle_f64x2(t[h + 4], t[h + 6], 0x44);
+                const __m512d w1 = _mm512_shuffle_f64x2(t[h + 4], t[h + 6], 0xEE);
+                double *o = kT + (size_t)(i0 + h) * KB + n0;
+                _mm512_storeu_pd(o, _mm512_shuffle_f64x2(v0, w0, 0x88));
+                _mm512_storeu_pd(o + 2 * KB, _mm512_shuffle_f64x2(v0, w0, 0xDD));
+                _mm512_storeu_pd(o + 4 * KB, _mm512_shuffle_f64x2(v1, w1, 0x88));
+                _mm512_storeu_pd(o + 6 * KB, _mm512_shuffle_f64x2(v1, w1, 0xDD));
+            }
+        }
+}
+#endif
+
+/* Sum of 16 values as a pairwise tree, written out so that both builds add alike. */
+static inline double sum16(const double *x)
+{
+    double h[8];
+    for (int i = 0; i < 8; i++)
+        h[i] = x[i] + x[i + 8];
+    for (int i = 0; i < 4; i++)
+        h[i] += h[i + 4];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
+/* W[0..rot) += p_n k_n for the 16 keys of kd in key order (p_n = 0 leaves W as it
+ * is), W held in registers over the keys; the same roundings as run_apply. */
+static void apply16(double *restrict W, const double *restrict p, const double *restrict kd,
+                    int d, int rot)
+{
+    int i = 0;
+#if defined(RB_METRICS_PROBE_AVX512)
+    /* 64 dims at a time: 8 independent FMA chains, so the chain of 16 keys per
+     * element is not bound by the FMA latency */
+    for (; i + 64 <= rot; i += 64) {
+        __m512d w0 = _mm512_loadu_pd(W + i), w1 = _mm512_loadu_pd(W + i + 8);
+        __m512d w2 = _mm512_loadu_pd(W + i + 16), w3 = _mm512_loadu_pd(W + i + 24);
+        __m512d w4 = _mm512_loadu_pd(W + i + 32), w5 = _mm512_loadu_pd(W + i + 40);
+        __m512d w6 = _mm512_loadu_pd(W + i + 48), w7 = _mm512_loadu_pd(W + i + 56);
+        for (int n = 0; n < KB; n++) {
+            const double *k = kd + (size_t)n * (size_t)d + i;
+            const __m512d pn = _mm512_set1_pd(p[n]);
+            w0 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k), w0);
+            w1 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 8), w1);
+            w2 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 16), w2);
+            w3 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 24), w3);
+            w4 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 32), w4);
+            w5 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 40), w5);
+            w6 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 48), w6);
+            w7 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k + 56), w7);
+        }
+        _mm512_storeu_pd(W + i, w0);
+        _mm512_storeu_pd(W + i + 8, w1);
+        _mm512_storeu_pd(W + i + 16, w2);
+        _mm512_storeu_pd(W + i + 24, w3);
+        _mm512_storeu_pd(W + i + 32, w4);
+        _mm512_storeu_pd(W + i + 40, w5);
+        _mm512_storeu_pd(W + i + 48, w6);
+        _mm512_storeu_pd(W + i + 56, w7);
+    }
+    for (; i + 8 <= rot; i += 8) {
+        __m512d w = _mm512_loadu_pd(W + i);
+        for (int n = 0; n < KB; n++)
+            w = _mm512_fmadd_pd(_mm512_set1_pd(p[n]),
+                                _mm512_loadu_pd(kd + (size_t)n * (size_t)d + i), w);
+        _mm512_storeu_pd(W + i, w);
+    }
+#endif
+    for (; i < rot; i++) {
+        double w = W[i];
+        for (int n = 0; n < KB; n++)
+            w = RB_MAC(w, p[n], kd[(size_t)n * (size_t)d + i]);
+        W[i] = w;
+    }
+}
+
+/* 1 if every distance of the block, qp - kmax .. qp - kmin, lies in one bin, with the
+ * row's run moved to that bin (flushing the old one, as the per-key path would). */
+static int whole_block_bin(const shared_ctx *c, run_acc *run, const double *q, double *W,
+                           thread_acc *t, int64_t qp, int64_t kmin, int64_t kmax)
+{
+    const int64_t dlo = qp - kmax, dhi = qp - kmin;
+    if (run->b >= 0 && dlo >= run->lo && dhi < run->hi)
+        return 1;
+    const rb_probe_metrics *m = c->m;
+    const int b = bin_of(m->edges, m->nbins, dlo);
+    if (bin_of(m->edges, m->nbins, dhi) != b)
+        return 0;
+    run_flush(run, c, q, W, t);
+    run->b = b;
+    run->lo = b == 0 ? INT64_MIN : m->edges[b];
+    run->hi = b == m->nbins - 1 ? INT64_MAX : m->edges[b + 1];
+    return 1;
+}
+
 /* One key block [n0, n0 + nb) against every row that sees part of it. */
 static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
 {
@@ -272,14 +439,19 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         for (size_t i = 0; i < nv; i++)
             kd[i] = (double)kr[i];
     }
-    for (int i = 0; i < d; i++) {
-        double *restrict kt = t->kT + (size_t)i * KB;
-        const double *restrict kd = t->kd + i;
-        for (int n = 0; n < nb; n++)
-            kt[n] = kd[(size_t)n * d];
-        for (int n = nb; n < KB; n++)
-            kt[n] = 0.0;
-    }
+#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+    if (nb == KB && d % 8 == 0)
+        transpose_block(t->kd, d, t->kT);
+    else
+#endif
+        for (int i = 0; i < d; i++) {
+            double *restrict kt = t->kT + (size_t)i * KB;
+            const double *restrict kd = t->kd + i;
+            for (int n = 0; n < nb; n++)
+                kt[n] = kd[(size_t)n * d];
+            for (int n = nb; n < KB; n++)
+                kt[n] = 0.0;
+        }
 
     /* rho: sum over visible (row, key) of |q_j||k_j| = sum over keys of |k_j| times
      * the sum of |q_j| over the rows at or after the key's position (suffix sums). */
@@ -322,26 +494,65 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         const double lse = c->lse[row];
         const int share = c->share && isfinite(lse);
         const int all = qp >= kmax;
-        block_scores(q, t->kT, d, c->scale, t->sc);
+        double *rsc = t->sc;
+        block_scores(q, t->kT, d, c->scale, rsc);
         if (share) {
-            /* the share weights of the whole block at once (the loop vectorizes);
-             * keys below the floor or not visible are not used */
-            const double *restrict sc = t->sc;
+            /* the share weights of the whole block at once (the loop vectorizes),
+             * rounded to float (a relative change below 6e-8, the same in numerator
+             * and denominator) so that p * k is exact in run_apply; keys below the
+             * floor or not visible are not used */
+            const double *restrict sc = rsc;
             double *restrict pe = t->pe;
 #ifdef _OPENMP
 #pragma omp simd
 #endif
             for (int n = 0; n < KB; n++) {
                 const double x = sc[n] - lse;
-                pe[n] = exp_share(x >= SHARE_LOG_FLOOR ? x : SHARE_LOG_FLOOR);
+                pe[n] = (double)(float)exp_share(x >= SHARE_LOG_FLOOR ? x : SHARE_LOG_FLOOR);
             }
         }
         double rmin = t->rmin[row], rmax = t->rmax[row], rcnt = 0.0;
         const int64_t ns0 = c->nstart[row], ns1 = c->nstart[row + 1];
+        if (nb == KB && all && ns0 == ns1 && whole_block_bin(c, run, q, W, t, qp, kmin, kmax)) {
+            /* the common case: the row sees every key of a whole block, all in the run's
+             * bin, and looks for no needle: the sums as pairwise trees, W updated in
+             * one pass over the 16 keys */
+            double s2[KB], pz[KB];
+            for (int n = 0; n < KB; n++) {
+                const double x = rsc[n];
+                s2[n] = x * x;
+                rmin = x < rmin ? x : rmin;
+                rmax = fabs(x) > rmax ? fabs(x) : rmax;
+            }
+            run->cnt += (double)KB;
+            run->ss += sum16(rsc);
+            run->ss2 += sum16(s2);
+            rcnt += (double)KB;
+            if (share) {
+                int any = 0;
+                for (int n = 0; n < KB; n++) {
+                    const int use = rsc[n] - lse >= SHARE_LOG_FLOOR;
+                    pz[n] = use ? t->pe[n] : 0.0;
+                    any |= use;
+                }
+                if (any) {
+                    run->den += sum16(pz);
+                    run_apply(run, W, rot);
+                    apply16(W, pz, t->kd, d, rot);
+                    run->wdirty = 1;
+                }
+            }
+            if (!c->persist)
+                run_flush(run, c, q, W, t);
+            t->rmin[row] = rmin;
+            t->rmax[row] = rmax;
+            t->rcnt[row] += rcnt;
+            continue;
+        }
         for (int n = 0; n < nb; n++) {
             if (!all && kp[n] > qp)
                 continue;
-            const double s = t->sc[n];
+            const double s = rsc[n];
             const int64_t dist = qp - kp[n];
             if (run->b < 0 || dist < run->lo || dist >= run->hi) {
                 run_flush(run, c, q, W, t);
