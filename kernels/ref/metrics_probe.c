@@ -41,8 +41,8 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * a row meets its keys in block order and changes bin rarely; it is flushed into the
  * bin when the bin changes and after the last block (with nq * rotary_dim above 4M,
  * which would make W large, every block flushes its runs instead). Two paths per
- * (row, block): when the row sees all 16 keys of a whole block, all in one bin, and
- * looks for no needle (nearly always), the block's sums are pairwise trees and
+ * (row, block): when the row sees all 16 keys of a whole block, all in one bin
+ * (nearly always), the block's sums are pairwise trees and
  * W += p k runs over the 16 keys in one pass with W in registers; otherwise key by
  * key, with W += p k applied up to 4 keys at a time, ((W + p0 k0) + p1 k1) + ..., in
  * key order. */
@@ -513,10 +513,19 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         }
         double rmin = t->rmin[row], rmax = t->rmax[row], rcnt = 0.0;
         const int64_t ns0 = c->nstart[row], ns1 = c->nstart[row + 1];
-        if (nb == KB && all && ns0 == ns1 && whole_block_bin(c, run, q, W, t, qp, kmin, kmax)) {
+        if (nb == KB && all && whole_block_bin(c, run, q, W, t, qp, kmin, kmax)) {
             /* the common case: the row sees every key of a whole block, all in the run's
-             * bin, and looks for no needle: the sums as pairwise trees, W updated in
-             * one pass over the 16 keys */
+             * bin: the sums as pairwise trees, W updated in one pass over the 16 keys,
+             * each needle's count of larger scores over the block at once */
+            for (int64_t e = ns0; e < ns1; e++) {
+                const int64_t ni = c->nidx[e];
+                const double ns = m->needle_s[ni];
+                const int64_t npos = m->needle_key_pos[ni];
+                int above = 0;
+                for (int n = 0; n < KB; n++)
+                    above += rsc[n] > ns && kp[n] != npos;
+                t->above[ni] += (double)above;
+            }
             double s2[KB], pz[KB];
             for (int n = 0; n < KB; n++) {
                 const double x = rsc[n];
