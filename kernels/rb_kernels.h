@@ -331,7 +331,9 @@ typedef struct {
     /* score decay by distance [nbins] */
     double *count, *sum_s, *sum_s2;
     /* attention share by distance: share_num[b*np + j] = sum p c_j, share_den[b] =
-     * sum p, p = exp(s - lse_row) ([nbins * np], [nbins]); NULL to skip */
+     * sum p, p = exp(s - lse_row) rounded to float (relative change <= 2^-24, so that
+     * p times a key element is exact in double), pairs with p < 1e-30 left out
+     * ([nbins * np], [nbins]); NULL to skip */
     double *share_num, *share_den;
     /* per probe row [nq]: smallest score (init +inf), largest |score| (init 0),
      * visible keys counted (init 0) */

@@ -323,10 +323,16 @@ static void pm_over(rb_probe_metrics *pm, double *a, int B, int d, rb_rope_layou
     pm->rho_sum = rows + 3 * nq_total;
 }
 
+/* The default (AVX-512 where available) and ROPEBENCH_ISA=ref builds, bit for bit: even
+ * d 2..130 (so d % 8 and d % 4 tails, and the scalar key transpose, are met), rotary_dim
+ * <= d, needles (one at an exact duplicate of another key, so a tie), a row with
+ * lse = -inf; case 0 has so many rows that every block flushes its runs. */
 static void isa_identity_case(int ci)
 {
-    const int d = 8 * (int)rng_int(1, 16), np = d / 2, nbins = 12;
-    const int64_t nq = rng_int(1, 40), nk = rng_int(1, 700);
+    const int many = ci == 0;
+    const int d = many ? 512 : 2 * (int)rng_int(1, 65), nbins = 12;
+    const int rot = ci % 3 == 2 ? 2 * (int)rng_int(0, d / 2) : d, np = rot / 2;
+    const int64_t nq = many ? 8200 : rng_int(1, 40), nk = many ? rng_int(17, 70) : rng_int(1, 700);
     const rb_rope_layout layout = ci % 2 ? RB_LAYOUT_GPTJ : RB_LAYOUT_NEOX;
     float *q = malloc(sizeof(float) * nq * d), *k = malloc(sizeof(float) * nk * d);
     int64_t *qp = malloc(sizeof(int64_t) * nq), *kp = malloc(sizeof(int64_t) * nk);
@@ -341,15 +347,39 @@ static void isa_identity_case(int ci)
         qp[m] = rng_int(0, nk + 5);
         lse[m] = 2.0 + rng_unit() * 8.0;
     }
+    if (nq > 1)
+        lse[rng_int(0, nq - 1)] = -INFINITY;
+    /* two needles of one row: a random key, and (with 2+ keys) a key made an exact
+     * copy of another, so that its score ties */
+    int64_t nkey[2], nrow[2];
+    double ns[2];
+    const int nn = nk >= 2 ? 2 : 1;
+    nrow[0] = nrow[1] = rng_int(0, nq - 1);
+    qp[nrow[0]] = nk + 5; /* sees every key */
+    nkey[0] = rng_int(0, nk - 1);
+    if (nn == 2) {
+        nkey[1] = nkey[0] == nk - 1 ? 0 : nkey[0] + 1;
+        memcpy(k + nkey[1] * d, k + rng_int(0, nk - 1) * d, sizeof(float) * d);
+    }
+    for (int i = 0; i < nn; i++)
+        ns[i] = 0.3 * rb_attn_dot(q + nrow[i] * d, k + nkey[i] * d, d);
     int64_t edges[40];
     const int B = make_edges(nk + 6, nbins, edges);
-    const size_t len = (size_t)B * (4 + np) + 3 * (size_t)nq + np;
+    const size_t len = (size_t)B * (4 + (size_t)d / 2) + 3 * (size_t)nq + (size_t)d / 2 + 2;
     double *acc[2];
     for (int v = 0; v < 2; v++) {
         acc[v] = calloc(len, sizeof(double));
         double *a = acc[v];
         rb_probe_metrics pm;
         pm_over(&pm, a, B, d, layout, edges, nq, 0);
+        pm.rotary_dim = rot;
+        if (np == 0)
+            pm.rho_sum = NULL;
+        pm.n_needles = nn;
+        pm.needle_key_pos = nkey; /* positions equal indices here */
+        pm.needle_row = nrow;
+        pm.needle_s = ns;
+        pm.needle_above = a + len - 2;
         for (int64_t m = 0; m < nq; m++)
             pm.row_min_s[m] = INFINITY;
         if (v == 1)
@@ -361,8 +391,8 @@ static void isa_identity_case(int ci)
         check(r == RB_OK, "isa case %d: returned %d (%s)", ci, r, err);
     }
     check(memcmp(acc[0], acc[1], len * sizeof(double)) == 0,
-          "isa case %d: d=%d nq=%lld nk=%lld %s: default and ROPEBENCH_ISA=ref differ", ci,
-          d, (long long)nq, (long long)nk, layout == RB_LAYOUT_GPTJ ? "gptj" : "neox");
+          "isa case %d: d=%d rot=%d nq=%lld nk=%lld %s: default and ROPEBENCH_ISA=ref differ",
+          ci, d, rot, (long long)nq, (long long)nk, layout == RB_LAYOUT_GPTJ ? "gptj" : "neox");
     free(acc[0]); free(acc[1]); free(q); free(k); free(qp); free(kp); free(lse);
 }
 
@@ -616,7 +646,7 @@ int main(void)
 {
     for (int ci = 0; ci < 300; ci++)
         metrics_case(ci);
-    for (int ci = 0; ci < 30; ci++)
+    for (int ci = 0; ci < 60; ci++)
         isa_identity_case(ci);
     metrics_errors();
     many_rows_case();

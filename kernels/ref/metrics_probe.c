@@ -14,7 +14,8 @@
 /* This file is also compiled with AVX-512 flags, by kernels/avx512/metrics_probe_avx512.c
  * including it with RB_METRICS_PROBE_AVX512 defined: the same loops, vectorized 8
  * doubles wide, plus a few AVX-512 intrinsic loops for the hot spots. Every vector loop
- * is lane-wise (no reassociation) and C17 mode does not contract a*b+c into FMA; the
+ * is lane-wise (no reassociation) and both builds get -ffp-contract=off (CMakeLists.txt;
+ * GCC's C17 mode is that already), so a*b+c is never fused behind our back; the
  * AVX-512 loops that do use FMA only ever multiply two values whose product is exact
  * in double (a float times a float, or a float times a share weight rounded to float),
  * so FMA and the portable multiply-then-add round once, alike. Both builds therefore
@@ -48,6 +49,7 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * key order. */
 #define KB 16 /* kd and kT take 2 x 16 KiB at d = 128, so they stay in L1 beside W and
                   * the row while every row passes over them (32 keys: 10-16 % slower) */
+_Static_assert(KB == 16, "sum16, apply16 and the whole-block path take 16 keys");
 #ifdef RB_METRICS_PROBE_AVX512
 #define KC 8 /* 4 accumulators of one zmm each */
 #else
@@ -342,8 +344,9 @@ static inline double sum16(const double *x)
     return (h[0] + h[2]) + (h[1] + h[3]);
 }
 
-/* W[0..rot) += p_n k_n for the 16 keys of kd in key order (p_n = 0 leaves W as it
- * is), W held in registers over the keys; the same roundings as run_apply. */
+/* W[0..rot) += p_n k_n for the 16 keys of kd in key order, W held in registers over
+ * the keys; the same roundings as run_apply. Keys with p_n = 0 (not used) are skipped,
+ * as the per-key path skips them (0 * k would be NaN for an infinite key). */
 static void apply16(double *restrict W, const double *restrict p, const double *restrict kd,
                     int d, int rot)
 {
@@ -357,6 +360,8 @@ static void apply16(double *restrict W, const double *restrict p, const double *
         __m512d w4 = _mm512_loadu_pd(W + i + 32), w5 = _mm512_loadu_pd(W + i + 40);
         __m512d w6 = _mm512_loadu_pd(W + i + 48), w7 = _mm512_loadu_pd(W + i + 56);
         for (int n = 0; n < KB; n++) {
+            if (p[n] == 0.0)
+                continue;
             const double *k = kd + (size_t)n * (size_t)d + i;
             const __m512d pn = _mm512_set1_pd(p[n]);
             w0 = _mm512_fmadd_pd(pn, _mm512_loadu_pd(k), w0);
@@ -380,15 +385,17 @@ static void apply16(double *restrict W, const double *restrict p, const double *
     for (; i + 8 <= rot; i += 8) {
         __m512d w = _mm512_loadu_pd(W + i);
         for (int n = 0; n < KB; n++)
-            w = _mm512_fmadd_pd(_mm512_set1_pd(p[n]),
-                                _mm512_loadu_pd(kd + (size_t)n * (size_t)d + i), w);
+            if (p[n] != 0.0)
+                w = _mm512_fmadd_pd(_mm512_set1_pd(p[n]),
+                                    _mm512_loadu_pd(kd + (size_t)n * (size_t)d + i), w);
         _mm512_storeu_pd(W + i, w);
     }
 #endif
     for (; i < rot; i++) {
         double w = W[i];
         for (int n = 0; n < KB; n++)
-            w = RB_MAC(w, p[n], kd[(size_t)n * (size_t)d + i]);
+            if (p[n] != 0.0)
+                w = RB_MAC(w, p[n], kd[(size_t)n * (size_t)d + i]);
         W[i] = w;
     }
 }
@@ -500,7 +507,9 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
             /* the share weights of the whole block at once (the loop vectorizes),
              * rounded to float (a relative change below 6e-8, the same in numerator
              * and denominator) so that p * k is exact in run_apply; keys below the
-             * floor or not visible are not used */
+             * floor or not visible are not used. p <= 1 up to rounding, since s <= lse
+             * for a caller's true lse: only an lse below some score by more than ~88
+             * would round p to +inf. */
             const double *restrict sc = rsc;
             double *restrict pe = t->pe;
 #ifdef _OPENMP
