@@ -394,8 +394,10 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         rb_rope_apply_fp32phase(kf, nk, row, kpos, m->inv, d, rd, c->layout,
                                 m->attention_factor);
         rb_timing t;
-        if ((rc = rb_probe_attention(comm, 0, ops, qf, m->qpos, m->nq, kf, v, kpos, nk, d,
-                                     m->scale, scratch_state, &t, err, errlen)))
+        /* only lse and entropy are used: no V where the kernel can go without it */
+        if ((rc = rb_probe_attention(comm, 0, ops, qf, m->qpos, m->nq, kf,
+                                     ops->v_optional ? NULL : v, kpos, nk, d, m->scale,
+                                     scratch_state, &t, err, errlen)))
             goto cleanup;
         rb_state_finalize(scratch_state, m->nq, d, lf, hf, NULL);
         for (int64_t r = 0; rank == 0 && r < m->nq; r++)

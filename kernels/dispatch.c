@@ -217,6 +217,8 @@ static void fill_ops(const rb_kernel_variant *kv, rb_kernel_ops *ops)
     ops->dtype = kv->dtype;
     ops->rope = kv->rope;
     ops->detail = kv->detail();
+    /* the fp32 variants take v = NULL (no PV, no V traffic); the bf16 one does not */
+    ops->v_optional = strcmp(kv->dtype, "fp32") == 0;
 }
 
 int rb_kernels_select(const char *override, rb_kernel_ops *ops, const char **reason,

@@ -159,6 +159,9 @@ void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
  * key had been appended to the row's online softmax; invisible keys change nothing.
  * A whole tile with min k_pos > max q_pos is skipped; one with max k_pos <= min q_pos
  * takes the unmasked path. Positions need not be sorted or contiguous.
+ * v may be NULL where the variant says so (rb_kernel_ops.v_optional): the softmax state
+ * (m, l, u, hence lse and entropy) is then updated exactly as with any v, and acc is
+ * not accumulated (its values are unspecified), for callers that need no outputs.
  * nq == 0 or nk == 0 is a no-op. Returns 0, or RB_ENOMEM. */
 typedef int (*rb_attn_tile_fn)(const float *q, const int64_t *q_pos, int64_t nq,
                                const float *k, const float *v, const int64_t *k_pos,
@@ -203,6 +206,7 @@ typedef struct {
     const char *dtype;       /* "fp32" or "bf16": the arithmetic of the tile */
     rb_rope_apply_fn rope;   /* RoPE application that goes with it */
     const char *detail;      /* how it computes on this CPU, for the record */
+    int v_optional;          /* 1: tile accepts v = NULL (softmax state only) */
 } rb_kernel_ops;
 
 /* rb_kernels_select: choose the tile kernel for fp32 studies; same as

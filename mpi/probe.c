@@ -88,7 +88,8 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
     else if (nq < 0 || nk < 0)
         bad = rb_errf(err, errlen, RB_EINVAL, "probe attention: negative row count (nq %lld, nk %lld)",
                       (long long)nq, (long long)nk);
-    else if ((nq > 0 && (!q || !q_pos || !state)) || (nk > 0 && (!k || !v || !k_pos)))
+    else if ((nq > 0 && (!q || !q_pos || !state)) || (nk > 0 && (!k || !k_pos)) ||
+             (nk > 0 && !v && !ops->v_optional))
         bad = rb_errf(err, errlen, RB_EINVAL, "probe attention: NULL buffer");
     long long chk[5] = {bad ? 1 : 0, (long long)nq, -(long long)nq, root, -(long long)root};
     long long all[5];

@@ -91,7 +91,8 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
  * positions) and its own keys; each computes partial states against its keys, and
  * the states are combined on `root` by MPI_Reduce with the merge MPI_Op. On root,
  * state (nq * RB_STATE_STRIDE(d) doubles) receives the exact row states; on other
- * ranks it is scratch. Collective. */
+ * ranks it is scratch. v may be NULL where ops->v_optional: lse and entropy only
+ * (the states' outputs are then unspecified). Collective. */
 int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                        const float *v, const int64_t *k_pos, int64_t nk, int d,

@@ -208,6 +208,38 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
             }
             rb_state_finalize(sk, nq, d, lk, hk, ok_);
             int bad = 0;
+            if (ops[vi].v_optional) {
+                /* v = NULL, the same calls: the softmax state (m, l, u) bit for bit */
+                double *sn = malloc((size_t)nq * stride * sizeof *sn);
+                int rcn = sn ? 0 : RB_ENOMEM;
+                if (sn)
+                    rb_state_init(sn, nq, d);
+                for (int64_t cidx = 0, k1 = 0; cidx < gc->ncalls && rcn == 0; cidx++) {
+                    int64_t n = cidx == gc->ncalls - 1 ? nk - k1
+                                                       : (nk - k1) / (gc->ncalls - cidx) + cidx;
+                    if (n > nk - k1)
+                        n = nk - k1;
+                    rcn = ops[vi].tile(q, qp, nq, k + (size_t)k1 * d, NULL, kp + k1, n, d,
+                                       scale, sn);
+                    k1 += n;
+                }
+                for (int64_t r = 0; rcn == 0 && r < nq; r++)
+                    if (memcmp(sn + (size_t)r * stride, sk + (size_t)r * stride,
+                               3 * sizeof(double)) != 0) {
+                        rcn = -1;
+                        printf("FAIL: %s d %d nq %lld nk %lld pos %s threads %d calls %d row "
+                               "%lld: v = NULL changes (m, l, u): (%.17g %.17g %.17g) vs "
+                               "(%.17g %.17g %.17g)\n",
+                               var->name, d, (long long)nq, (long long)nk, pos_names[gc->pat],
+                               th, gc->ncalls, (long long)r, sn[r * stride], sn[r * stride + 1],
+                               sn[r * stride + 2], sk[r * stride], sk[r * stride + 1],
+                               sk[r * stride + 2]);
+                    }
+                if (rcn > 0)
+                    printf("FAIL: %s d %d with v = NULL: rc %d\n", var->name, d, rcn);
+                bad += rcn != 0;
+                free(sn);
+            }
             for (int64_t r = 0; r < nq && bad < 3; r++) {
                 const char *what = NULL;
                 double got = 0, want = 0, err = 0, lim = 0;

@@ -117,7 +117,7 @@ typedef struct {
 } rb_pf;
 
 /* pf_step: issue the next `per` lines of each stream (all that are left if fewer);
- * pf may be NULL. */
+ * pf may be NULL, pf->v NULL when there is no V. */
 static inline void pf_step(rb_pf *pf)
 {
     if (!pf || pf->left <= 0)
@@ -127,16 +127,19 @@ static inline void pf_step(rb_pf *pf)
     if (pf->nch == 1) {
         for (int64_t i = 0; i < n; i++) {
             _mm_prefetch(pf->k + 64 * i, _MM_HINT_T1);
-            _mm_prefetch(pf->v + 64 * i, _MM_HINT_T1);
+            if (pf->v)
+                _mm_prefetch(pf->v + 64 * i, _MM_HINT_T1);
         }
         pf->k += 64 * n;
-        pf->v += 64 * n;
+        if (pf->v)
+            pf->v += 64 * n;
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t off = pf->ch * 4096 + pf->lip * 64;
         _mm_prefetch(pf->k + off, _MM_HINT_T1);
-        _mm_prefetch(pf->v + off, _MM_HINT_T1);
+        if (pf->v)
+            _mm_prefetch(pf->v + off, _MM_HINT_T1);
         if (++pf->ch == pf->nch) {
             pf->ch = 0;
             pf->lip++;
@@ -149,7 +152,7 @@ static inline void pf_step(rb_pf *pf)
  * element by element elsewhere; zero past cnt. Their v rows are copied into vt[BC][dp]
  * (64-byte aligned, so that PV loads never split a line), zero past d and past cnt.
  * Positions go to kp[BC] (INT64_MAX past cnt); fills *b. cnt is 1..BC. One pf_step
- * (pf may be NULL) per transpose and per 16 v rows. */
+ * (pf may be NULL) per transpose and per 16 v rows. v = NULL: no V (b->vt = NULL). */
 static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
                            int cnt, int d, int dp, rb_pf *pf, float *kt, float *vt,
                            int64_t *kp, rb_kblock *b)
@@ -171,10 +174,10 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
     for (int j = jdone; j < d; j++)
         for (int c = 0; c < BC; c++)
             kt[(size_t)j * BC + c] = c < cnt ? kb[(size_t)c * (size_t)d + j] : 0.0f;
-    const float *vs = v + (size_t)c0 * (size_t)d;
     const int tail = d % 16;
     const __mmask16 mt = (__mmask16)((1u << tail) - 1u);
-    for (int c = 0; c < BC; c++) {
+    for (int c = 0; v && c < BC; c++) {
+        const float *vs = v + (size_t)c0 * (size_t)d;
         if (c % 16 == 0)
             pf_step(pf);
         float *dst = vt + (size_t)c * (size_t)dp;
@@ -201,7 +204,7 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
     }
     b->kt = kt;
     b->kp = kp;
-    b->vt = vt;
+    b->vt = v ? vt : NULL;
     b->cnt = cnt;
     b->kmin = lo;
     b->kmax = hi;
@@ -504,7 +507,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     }
     for (int64_t g = g0; g < i1; g += RG) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
-        if (any[(g - g0) / RG / 64] >> ((g - g0) / RG % 64) & 1u)
+        if (b->vt && (any[(g - g0) / RG / 64] >> ((g - g0) / RG % 64) & 1u))
             pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp);
         pf_step(pf);
@@ -623,8 +626,9 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 /* packed K and V of the next block come from L3/memory: prefetch them
                  * into L2 over this block's work (one step per group phase and row) */
                 rb_pf pf = {(const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
-                            (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float), 0, 0, 1,
-                            0, 0};
+                            kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
+                                     : NULL,
+                            0, 0, 1, 0, 0};
                 if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
                     kb[b].kmin <= c->rows[i1 - 1].pos) {
                     const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
@@ -701,18 +705,20 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                 /* prefetch the next block of this range (if whole) over this one's work:
                  * one step per transpose, 16 v rows, group phase and visible row */
                 rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
-                            (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d), 0, 0, 1,
-                            0, 0};
+                            c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
+                                 : NULL,
+                            0, 0, 1, 0, 0};
                 if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
                     int64_t lo = c->k_pos[c0];
                     for (int i = 1; i < cnt; i++)
                         lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
                     const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
-                    const int64_t steps = (cnt == BC ? (c->d / 16) * (BC / 16) : 0) + BC / 16 +
+                    const int64_t steps = (cnt == BC ? (c->d / 16) * (BC / 16) : 0) +
+                                          (c->v ? BC / 16 : 0) +
                                           3 * ((nr + RG - 1) / RG) + nr;
                     pf.left = (int64_t)BC * c->d / 16 + 1;
                     pf.nch = (pf.left + 63) / 64;
-                    pf.per = (pf.left + steps - 1) / steps;
+                    pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
                 rb_kblock blk;
                 rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, (int)c->dp, &pf, kt, vt,

@@ -13,7 +13,9 @@
  * the fp32 state of each query row is merged into the double `state` at the end of the
  * call (rb_state_merge semantics). Query rows are split over OpenMP threads by equal
  * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
- * Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy <= 1e-5. */
+ * v may be NULL: no V is packed or read and no PV computed; m, l, u come out bit for
+ * bit as with any v. Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy
+ * <= 1e-5. */
 int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                         const float *v, const int64_t *k_pos, int64_t nk, int d,
                         double scale, double *state);

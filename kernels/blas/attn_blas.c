@@ -133,7 +133,7 @@ static void block_update(const float *q, const int64_t *q_pos, int64_t r0, int64
         }
         st->m[ri] = mn;
     }
-    if (any)
+    if (any && v) /* v = NULL: softmax state only */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)br, d, (int)bc, 1.0f,
                     S, (int)bc, v + (size_t)k0 * sd, d, 1.0f,
                     st->acc + (size_t)sr0 * sd, d);

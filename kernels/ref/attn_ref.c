@@ -159,6 +159,8 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
         const double e = exp(ds);
         l += e;
         u += e * ds;
+        if (!v)
+            continue; /* softmax state only */
         const float *vr = v + (size_t)idx[t] * (size_t)d;
         for (int j = 0; j < d; j++)
             acc[j] += e * (double)vr[j];
