@@ -35,7 +35,7 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
  * then met by every probe row that sees part of the block; blocks go to threads
  * cyclically (block b to thread b mod T: with log-spaced rows the early keys are seen
  * by many more rows than the late ones). Scores are computed KC keys at a time (all 16
- * at once in the AVX-512 build) with the dims split over 4 partial sums exactly as
+ * at once, in registers, in the AVX-512 build) with the dims split over 4 partial sums exactly as
  * rb_attn_tile_ref's dot product, so a score here is bit-identical to the reference
  * tile's (and to a caller's needle_s computed the same way). Each row's run (its sums
  * in the current distance bin, and its W) lives across the blocks of a thread, since
@@ -50,11 +50,7 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
 #define KB 16 /* kd and kT take 2 x 16 KiB at d = 128, so they stay in L1 beside W and
                   * the row while every row passes over them (32 keys: 10-16 % slower) */
 _Static_assert(KB == 16, "sum16, apply16 and the whole-block path take 16 keys");
-#ifdef RB_METRICS_PROBE_AVX512
-#define KC 8 /* 4 accumulators of one zmm each */
-#else
-#define KC 4 /* fits 16 xmm registers */
-#endif
+#define KC 4 /* the portable build's keys per pass: fits 16 xmm registers */
 
 /* Keys with s - lse below log(1e-30), i.e. p < 1e-30, are left out of share_num and
  * share_den (both, so each bin's ratio stays a weighted mean over the keys it holds).
@@ -170,11 +166,11 @@ static int bin_of(const int64_t *edges, int nbins, int64_t dist)
 
 /* Scores of one double row q against the KB (zero-padded) keys of kT: sc[n] = scale *
  * ((s0 + s1) + (s2 + s3)), s_t the sum over dims i = t mod 4 in order (the last d mod 4
- * dims go to s0), as rb_attn_tile_ref. The inner loops over the KC keys vectorize. */
+ * dims go to s0), as rb_attn_tile_ref. The portable loops over KC keys vectorize. */
 static void block_scores(const double *q, const double *kT, int d, double scale,
                          double *sc)
 {
-#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+#ifdef RB_METRICS_PROBE_AVX512
     /* the same sums for all 16 keys at once, 8 chains of one zmm (4 partial sums x 2
      * halves of the block). FMA here gives the portable loop's result bit for bit: q
      * and k are floats widened to double, so q * k (at most 48 significant bits) is
@@ -207,9 +203,8 @@ static void block_scores(const double *q, const double *kT, int d, double scale,
                                                             _mm512_add_pd(a2, a3))));
         _mm512_storeu_pd(sc + 8, _mm512_mul_pd(vs, _mm512_add_pd(_mm512_add_pd(b0, b1),
                                                                 _mm512_add_pd(b2, b3))));
-        return;
     }
-#endif
+#else
     for (int n0 = 0; n0 < KB; n0 += KC) {
         double a0[KC] = {0}, a1[KC] = {0}, a2[KC] = {0}, a3[KC] = {0};
         int i = 0;
@@ -231,6 +226,7 @@ static void block_scores(const double *q, const double *kT, int d, double scale,
         for (int c = 0; c < KC; c++)
             sc[n0 + c] = scale * ((a0[c] + a1[c]) + (a2[c] + a3[c]));
     }
+#endif
 }
 
 
@@ -301,7 +297,7 @@ static void run_flush(run_acc *r, const shared_ctx *c, const double *q, double *
     r->wdirty = 0;
 }
 
-#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+#ifdef RB_METRICS_PROBE_AVX512
 /* kT[i][n] = kd[n][i] for a whole block (16 keys) and d a multiple of 8: 8 x 8
  * transposes of doubles in registers (data movement only, so the same kT as the
  * scalar loop). */
@@ -446,7 +442,7 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
         for (size_t i = 0; i < nv; i++)
             kd[i] = (double)kr[i];
     }
-#if defined(RB_METRICS_PROBE_AVX512) && KB == 16
+#ifdef RB_METRICS_PROBE_AVX512
     if (nb == KB && d % 8 == 0)
         transpose_block(t->kd, d, t->kT);
     else
