@@ -121,6 +121,25 @@ typedef struct {
     int sharp;   /* gaussian logits s ~ N(0, c^2), c in [1, 3] instead of c = 1 */
 } gcase;
 
+/* The keys in ncalls uneven calls accumulating into one state (the first a third, then
+ * the rest in ncalls - 1 calls); v may be NULL. Returns the first nonzero rc, or 0. */
+static int tile_calls(const rb_kernel_ops *op, int ncalls, const float *q, const int64_t *qp,
+                      int64_t nq, const float *k, const float *v, const int64_t *kp,
+                      int64_t nk, int d, double scale, double *state)
+{
+    int rc = 0;
+    int64_t k0 = 0;
+    for (int cidx = 0; cidx < ncalls && rc == 0; cidx++) {
+        int64_t n = cidx == ncalls - 1 ? nk - k0 : (nk - k0) / (ncalls - cidx) + cidx;
+        if (n > nk - k0)
+            n = nk - k0;
+        rc = op->tile(q, qp, nq, k + (size_t)k0 * d, v ? v + (size_t)k0 * d : NULL, kp + k0,
+                      n, d, scale, state);
+        k0 += n;
+    }
+    return rc;
+}
+
 static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
 {
     const int d = gc->d;
@@ -187,18 +206,7 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
         for (int th = 1; th <= 2; th++) {
             rb_kernels_set_threads(th);
             rb_state_init(sk, nq, d);
-            int rc = 0;
-            /* uneven key splits: first call a third, then the rest in ncalls-1 calls */
-            int64_t k0 = 0;
-            for (int cidx = 0; cidx < gc->ncalls && rc == 0; cidx++) {
-                int64_t n = cidx == gc->ncalls - 1 ? nk - k0
-                                                   : (nk - k0) / (gc->ncalls - cidx) + cidx;
-                if (n > nk - k0)
-                    n = nk - k0;
-                rc = ops[vi].tile(q, qp, nq, k + (size_t)k0 * d, v + (size_t)k0 * d,
-                                  kp + k0, n, d, scale, sk);
-                k0 += n;
-            }
+            int rc = tile_calls(&ops[vi], gc->ncalls, q, qp, nq, k, v, kp, nk, d, scale, sk);
             if (rc != 0) {
                 printf("FAIL: %s d %d nq %lld nk %lld pos %s threads %d calls %d: rc %d\n",
                        var->name, d, (long long)nq, (long long)nk, pos_names[gc->pat], th,
@@ -211,17 +219,11 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
             if (ops[vi].v_optional) {
                 /* v = NULL, the same calls: the softmax state (m, l, u) bit for bit */
                 double *sn = malloc((size_t)nq * stride * sizeof *sn);
-                int rcn = sn ? 0 : RB_ENOMEM;
-                if (sn)
+                int rcn = RB_ENOMEM;
+                if (sn) {
                     rb_state_init(sn, nq, d);
-                for (int64_t cidx = 0, k1 = 0; cidx < gc->ncalls && rcn == 0; cidx++) {
-                    int64_t n = cidx == gc->ncalls - 1 ? nk - k1
-                                                       : (nk - k1) / (gc->ncalls - cidx) + cidx;
-                    if (n > nk - k1)
-                        n = nk - k1;
-                    rcn = ops[vi].tile(q, qp, nq, k + (size_t)k1 * d, NULL, kp + k1, n, d,
-                                       scale, sn);
-                    k1 += n;
+                    rcn = tile_calls(&ops[vi], gc->ncalls, q, qp, nq, k, NULL, kp, nk, d,
+                                     scale, sn);
                 }
                 for (int64_t r = 0; rcn == 0 && r < nq; r++)
                     if (memcmp(sn + (size_t)r * stride, sk + (size_t)r * stride,
