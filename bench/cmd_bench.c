@@ -611,9 +611,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
             for (int li = 0; li < nL && !rc; li++) {
                 const int d = heads[hi];
                 const int64_t L = Ls[li];
-                q = malloc((size_t)L * d * sizeof *q);
-                k = malloc((size_t)L * d * sizeof *k);
-                v = malloc((size_t)L * d * sizeof *v);
+                q = rb_kernels_alloc((size_t)L * d * sizeof *q);
+                k = rb_kernels_alloc((size_t)L * d * sizeof *k);
+                v = rb_kernels_alloc((size_t)L * d * sizeof *v);
                 pos = malloc((size_t)L * sizeof *pos);
                 state = malloc((size_t)L * RB_STATE_STRIDE(d) * sizeof *state);
                 if (!q || !k || !v || !pos || !state) {
@@ -645,11 +645,11 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     /* probe rows: P log-spaced queries against n_keys keys, head_dim 128 */
     if (!rc && o->n_kernels > 0 && o->do_probe) {
         const int d = 128;
-        k = malloc((size_t)n_keys * d * sizeof *k);
-        v = malloc((size_t)n_keys * d * sizeof *v);
+        k = rb_kernels_alloc((size_t)n_keys * d * sizeof *k);
+        v = rb_kernels_alloc((size_t)n_keys * d * sizeof *v);
         pos = malloc((size_t)n_keys * sizeof *pos);
         qpos = malloc((size_t)P * sizeof *qpos);
-        q = malloc((size_t)P * d * sizeof *q);
+        q = rb_kernels_alloc((size_t)P * d * sizeof *q);
         state = malloc((size_t)P * RB_STATE_STRIDE(d) * sizeof *state);
         if (!k || !v || !pos || !qpos || !q || !state) {
             rc = RB_ENOMEM;
@@ -700,7 +700,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
             fns[1] = rb_rope_apply_avx512; /* built always; paired once the tile lands */
             names[1] = "avx512";
         }
-        k = malloc((size_t)n_rope * d * sizeof *k);
+        k = rb_kernels_alloc((size_t)n_rope * d * sizeof *k);
         pos = malloc((size_t)n_rope * sizeof *pos);
         if (!k || !pos) {
             rc = RB_ENOMEM;

@@ -366,11 +366,11 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
 
     /* generate this rank's pre-RoPE data, every head */
     double t0 = MPI_Wtime();
-    kpre = malloc((size_t)H * (size_t)n * row * sizeof(float));
-    vpre = malloc((size_t)H * (size_t)n * row * sizeof(float));
-    qpre = malloc((size_t)H * (size_t)nq * row * sizeof(float));
-    qrot = malloc((size_t)nq * row * sizeof(float));
-    krot = malloc((size_t)n * row * sizeof(float));
+    kpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
+    vpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
+    qpre = rb_kernels_alloc((size_t)H * (size_t)nq * row * sizeof(float));
+    qrot = rb_kernels_alloc((size_t)nq * row * sizeof(float));
+    krot = rb_kernels_alloc((size_t)n * row * sizeof(float));
     state = malloc((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
     lse = malloc((size_t)H * (size_t)nq * sizeof(double));
     ent = malloc((size_t)H * (size_t)nq * sizeof(double));

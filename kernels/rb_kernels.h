@@ -231,6 +231,14 @@ int rb_kernels_select_dtype(const char *override, const char *dtype, rb_kernel_o
  * call. */
 int rb_kernels_helpers_avx512(void);
 
+/* rb_kernels_alloc: `bytes` of memory at a 64-byte boundary (0 bytes: a valid block
+ * all the same, as malloc(0) may give), for the q, k
+ * and v arrays handed to the kernels: the fp32 kernel reads the key and value rows of a
+ * probe's sparse blocks in place when they are 64-byte aligned (and copies them when
+ * not), and no load of a row of 16k floats then splits a cache line. Release with
+ * free(). NULL if out of memory. */
+void *rb_kernels_alloc(size_t bytes);
+
 /* Threads the tile and RoPE kernels use (OpenMP); 1 in a build without OpenMP. */
 int rb_kernels_threads(void);
 /* Set it (n >= 1); no effect without OpenMP. */
