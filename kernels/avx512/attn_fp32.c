@@ -1,4 +1,4 @@
-/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows, 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
+/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows (or, for the sparse blocks of a probe, both read in place), 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
 #include "rb_avx512.h"
 #include "rb_peak.h"
 
@@ -24,6 +24,9 @@
  * d = 128, and their scores for one block stay in L2); block_rows_run takes at most
  * this many rows at once */
 #define KO_ROWS 2048
+/* key-outer order: a whole block that at most this many rows see is read in place
+ * (kblock_inplace, qk_lane) instead of packed, when d is a multiple of 16 */
+#define LANE_ROWS 32
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
 #define KPACK_MAX ((size_t)8 << 20)
@@ -96,7 +99,8 @@ RB_AI void tr16x16(__m512 r[16])
 
 /* One packed key block: K^T, padded positions, and where its V rows are. */
 typedef struct {
-    const float *kt;  /* [d][BC], keys past cnt are 0 */
+    const float *kt;  /* [d][BC], keys past cnt are 0; NULL: keys read in place */
+    const float *kr;  /* kt NULL: the block's BC key rows in place (row stride d) */
     const int64_t *kp; /* [BC], INT64_MAX past cnt */
     const float *vt;  /* [BC][dp], 64-byte aligned, zero past cnt and past d */
     int cnt;          /* valid keys, 1..BC */
@@ -147,6 +151,26 @@ static inline void pf_step(rb_pf *pf)
     }
 }
 
+/* kblock_positions: kp[0..BC) from k_pos[c0..c0 + cnt) (INT64_MAX past cnt), and the
+ * block's count and position range into *b. */
+static void kblock_positions(const int64_t *k_pos, int64_t c0, int cnt, int64_t *kp,
+                             rb_kblock *b)
+{
+    int64_t lo = k_pos[c0], hi = k_pos[c0];
+    for (int c = 0; c < BC; c++) {
+        const int64_t p = c < cnt ? k_pos[c0 + c] : INT64_MAX;
+        kp[c] = p;
+        if (c < cnt) {
+            lo = p < lo ? p : lo;
+            hi = p > hi ? p : hi;
+        }
+    }
+    b->kp = kp;
+    b->cnt = cnt;
+    b->kmin = lo;
+    b->kmax = hi;
+}
+
 /* rb_kblock_pack: pack keys [c0, c0 + cnt) of k (rows of d floats) into kt[d][BC]
  * (64-byte aligned) with 16x16 register transposes where a whole 16x16 square exists,
  * element by element elsewhere; zero past cnt. Their v rows are copied into vt[BC][dp]
@@ -193,21 +217,39 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
         if (tail)
             _mm512_store_ps(dst + j, _mm512_maskz_loadu_ps(mt, src + j));
     }
-    int64_t lo = k_pos[c0], hi = k_pos[c0];
-    for (int c = 0; c < BC; c++) {
-        const int64_t p = c < cnt ? k_pos[c0 + c] : INT64_MAX;
-        kp[c] = p;
-        if (c < cnt) {
-            lo = p < lo ? p : lo;
-            hi = p > hi ? p : hi;
-        }
-    }
+    kblock_positions(k_pos, c0, cnt, kp, b);
     b->kt = kt;
-    b->kp = kp;
+    b->kr = NULL;
     b->vt = v ? vt : NULL;
-    b->cnt = cnt;
-    b->kmin = lo;
-    b->kmax = hi;
+}
+
+/* kblock_inplace: a whole block (BC keys from c0, d a multiple of 16, so dp = d) whose
+ * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
+ * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
+ * the K transposes and their stores, which for the few rows that see a late probe
+ * block cost more than qk_lane's horizontal sums. One pf_step per 16 v rows copied. */
+static void kblock_inplace(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
+                           int d, rb_pf *pf, float *vt, int64_t *kp, rb_kblock *b)
+{
+    kblock_positions(k_pos, c0, BC, kp, b);
+    b->kt = NULL;
+    b->kr = k + (size_t)c0 * (size_t)d;
+    b->vt = NULL;
+    if (!v)
+        return;
+    const float *vs = v + (size_t)c0 * (size_t)d;
+    if ((uintptr_t)v % 64 == 0) {
+        b->vt = vs;
+        return;
+    }
+    for (int c = 0; c < BC; c++) {
+        if (c % 16 == 0)
+            pf_step(pf);
+        for (int j = 0; j < d; j += 16)
+            _mm512_store_ps(vt + (size_t)c * (size_t)d + j,
+                            _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j));
+    }
+    b->vt = vt;
 }
 
 /* S[r][0..16*NK) = <q_r, k_c> (unscaled) for R rows (row pointers qr) and NK 16-key
@@ -388,6 +430,49 @@ static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, f
 #undef PV_R
 }
 
+/* sum16: the 16 horizontal sums of a[0..16) as one vector, lane i = the sum of the
+ * lanes of a[4 * (i % 4) + i / 4] (callers order their inputs so: see qk_lane); 30
+ * shuffles and 15 adds, a fixed tree. */
+RB_AI __m512 sum16(const __m512 a[16])
+{
+    __m512 b[8], c[4], e[2];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++)
+        e[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], 0x88),
+                         _mm512_shuffle_ps(e[0], e[1], 0xDD));
+}
+
+/* qk_lane: S[0..BC) = <q, k_c> for one row q against BC key rows kr (row stride d, d a
+ * multiple of 16), dims in the lanes: 16 keys at a time, one accumulator per key (16
+ * independent FMA chains), then sum16. Key slot s of sum16 holds key 4 * (s % 4) + s / 4,
+ * so that lane i of the result is key i. */
+static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
+{
+    for (int w = 0; w < BC / 16; w++) {
+        pf_step(pf);
+        const float *kw = kr + (size_t)16 * w * (size_t)d;
+        __m512 a[16];
+        for (int s = 0; s < 16; s++)
+            a[s] = _mm512_setzero_ps();
+        for (int j = 0; j < d; j += 16) {
+            const __m512 qv = _mm512_loadu_ps(q + j);
+#pragma GCC unroll 16
+            for (int s = 0; s < 16; s++)
+                a[s] = _mm512_fmadd_ps(
+                    qv, _mm512_loadu_ps(kw + (size_t)(4 * (s % 4) + s / 4) * (size_t)d + j),
+                    a[s]);
+        }
+        _mm512_store_ps(S + 16 * w, sum16(a));
+    }
+}
+
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
  * 16, 64-byte aligned rows); m and u in base-2 units (softmax_row). */
 typedef struct {
@@ -475,12 +560,13 @@ typedef struct {
 } rb_call;
 
 /* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
- * against one packed block. Rows before the block's first position are skipped; the
+ * against one block, packed (b->kt) or read in place (b->kr: the scores row by row with
+ * qk_lane). Rows before the block's first position are skipped; the
  * rest go in groups of RG, in three phases so that each half of the block stays in L1
  * while all groups use it: the scores of every group (S holds a row of BC per row), the
  * softmax of every row (masked unless the block is whole and every key is at or before
  * the row's position), then PV for every group that saw a key. One pf_step (pf may be
- * NULL) per group and phase and per row. */
+ * NULL) per group and phase and per row, and per 16 keys of each qk_lane row. */
 static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int64_t i1,
                            int64_t s0, const rb_rows32 *st, float *S, rb_pf *pf)
 {
@@ -492,7 +578,11 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         const float *qr[RG];
         for (int r = 0; r < R; r++)
             qr[r] = c->q + (size_t)c->rows[g + r].idx * (size_t)c->d;
-        qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
+        if (b->kt)
+            qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
+        else
+            for (int r = 0; r < R; r++)
+                qk_lane(qr[r], b->kr, c->d, S + (size_t)(g - g0 + r) * BC, pf);
         pf_step(pf);
     }
     /* bit g of any[]: row group g saw a key of the block */
@@ -698,31 +788,40 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
         rows32_reset(&st, c->nq);
+        /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place */
+        const int lane_ok = c->d % 16 == 0;
+        const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
                 const int64_t c0 = b * BC;
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
                 /* prefetch the next block of this range (if whole) over this one's work:
-                 * one step per transpose, 16 v rows, group phase and visible row */
+                 * one step per transpose, 16 v rows copied, group phase and visible row,
+                 * and per 16 keys of a row when the block is read in place */
                 rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
                             c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
                                  : NULL,
                             0, 0, 1, 0, 0};
+                int64_t lo = c->k_pos[c0];
+                for (int i = 1; i < cnt; i++)
+                    lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
+                const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
+                const int inplace = lane_ok && cnt == BC && nr <= LANE_ROWS;
                 if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
-                    int64_t lo = c->k_pos[c0];
-                    for (int i = 1; i < cnt; i++)
-                        lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
-                    const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
-                    const int64_t steps = (cnt == BC ? (c->d / 16) * (BC / 16) : 0) +
-                                          (c->v ? BC / 16 : 0) +
-                                          3 * ((nr + RG - 1) / RG) + nr;
+                    const int64_t steps =
+                        (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
+                        (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
+                        3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0);
                     pf.left = (int64_t)BC * c->d / 16 + 1;
                     pf.nch = (pf.left + 63) / 64;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
                 rb_kblock blk;
-                rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, (int)c->dp, &pf, kt, vt,
-                               kp, &blk);
+                if (inplace)
+                    kblock_inplace(c->k, c->v, c->k_pos, c0, c->d, &pf, vt, kp, &blk);
+                else
+                    rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, (int)c->dp, &pf, kt,
+                                   vt, kp, &blk);
                 block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
             }
         }
