@@ -387,11 +387,9 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         lf = malloc((size_t)m->nq * sizeof *lf);
         hf = malloc((size_t)m->nq * sizeof *hf);
         if (!qf || !lf || !hf) goto nomem;
-        memcpy(qf, qpre, (size_t)m->nq * row * sizeof *qf);
-        memcpy(kf, kpre, (size_t)nk * row * sizeof *kf);
-        rb_rope_apply_fp32phase(qf, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
+        rb_rope_apply_fp32phase(qf, qpre, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
                                 m->attention_factor);
-        rb_rope_apply_fp32phase(kf, nk, row, kpos, m->inv, d, rd, c->layout,
+        rb_rope_apply_fp32phase(kf, kpre, nk, row, kpos, m->inv, d, rd, c->layout,
                                 m->attention_factor);
         rb_timing t;
         /* only lse and entropy are used: no V where the kernel can go without it */

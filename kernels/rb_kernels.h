@@ -384,14 +384,18 @@ int rb_probe_metrics_accumulate(const float *q, const int64_t *q_pos, const doub
  * metric. Runs rb_rope_apply_fp32phase_ref, or the AVX-512 build (kernels/avx512/
  * rope_avx512.c) where rb_kernels_helpers_avx512() says so: the same float angles and
  * the same float rotation, cos/sin from a double polynomial rounded to float instead of
- * libm's cosf/sinf (within 1 ulp of them; tests/test_metrics_probe.c compares the two). */
-void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
+ * libm's cosf/sinf (within 1 ulp of them; tests/test_metrics_probe.c compares the two).
+ * src: NULL or x, the rows are rotated in place; else the rows are read from src (same
+ * row_stride, not modified, not overlapping x) and written to x, the first head_dim
+ * floats of each row (pass-through dims copied, floats past head_dim not written), bit
+ * for bit what the in-place call on a copy gives, without the copy's pass over memory. */
+void rb_rope_apply_fp32phase(float *x, const float *src, int64_t n_rows, size_t row_stride,
                              const int64_t *pos, const double *inv_freq, int head_dim,
                              int rotary_dim, rb_rope_layout layout,
                              double attention_factor);
 
 /* rb_rope_apply_fp32phase_ref: the portable version, cosf/sinf from libm per element. */
-void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
+void rb_rope_apply_fp32phase_ref(float *x, const float *src, int64_t n_rows, size_t row_stride,
                                  const int64_t *pos, const double *inv_freq, int head_dim,
                                  int rotary_dim, rb_rope_layout layout,
                                  double attention_factor);

@@ -454,7 +454,7 @@ static void fp32_rotation_case(int ci)
             x[r * stride + i] = (float)rng_normal();
     }
     memcpy(y, x, sizeof(float) * n * stride);
-    rb_rope_apply_fp32phase(y, n, stride, pos, inv, d, rot, layout, af);
+    rb_rope_apply_fp32phase(y, NULL, n, stride, pos, inv, d, rot, layout, af);
     for (int64_t r = 0; r < n; r++) {
         const float *xr = x + r * stride, *yr = y + r * stride;
         for (int j = 0; j < half; j++) {
@@ -567,8 +567,31 @@ static void fp32_isa_case(int ci, int64_t *same, int64_t *total)
     }
     memcpy(ya, x, sizeof(float) * n * stride);
     memcpy(yr, x, sizeof(float) * n * stride);
-    rb_rope_apply_fp32phase(ya, n, stride, pos, inv, d, rot, layout, af);
-    rb_rope_apply_fp32phase_ref(yr, n, stride, pos, inv, d, rot, layout, af);
+    rb_rope_apply_fp32phase(ya, NULL, n, stride, pos, inv, d, rot, layout, af);
+    rb_rope_apply_fp32phase_ref(yr, yr, n, stride, pos, inv, d, rot, layout, af);
+    /* out of place, both builds: bit for bit the in-place rows over the first d floats
+     * of a row, the source untouched, the floats past d not written */
+    float *xs = malloc(sizeof(float) * n * stride), *za = malloc(sizeof(float) * n * stride),
+          *zr = malloc(sizeof(float) * n * stride);
+    memcpy(xs, x, sizeof(float) * n * stride);
+    for (size_t i = 0; i < (size_t)n * stride; i++)
+        za[i] = zr[i] = -7.0f;
+    rb_rope_apply_fp32phase(za, xs, n, stride, pos, inv, d, rot, layout, af);
+    rb_rope_apply_fp32phase_ref(zr, xs, n, stride, pos, inv, d, rot, layout, af);
+    for (size_t i = 0; i < (size_t)n * stride; i++) {
+        const int past = (int)(i % stride) >= d;
+        check(memcmp(&xs[i], &x[i], sizeof(float)) == 0 &&
+                  (past ? za[i] == -7.0f && zr[i] == -7.0f
+                        : memcmp(&za[i], &ya[i], sizeof(float)) == 0 &&
+                              memcmp(&zr[i], &yr[i], sizeof(float)) == 0),
+              "fp32 rope out of place, case %d: d=%d rot=%d %s row %zu dim %zu: dispatched "
+              "%.9g ref %.9g, in place %.9g / %.9g, source %s", ci, d, rot,
+              layout == RB_LAYOUT_GPTJ ? "gptj" : "neox", i / stride, i % stride, za[i], zr[i],
+              ya[i], yr[i], memcmp(&xs[i], &x[i], sizeof(float)) ? "changed" : "kept");
+    }
+    free(xs);
+    free(za);
+    free(zr);
     for (int64_t r = 0; r < n; r++)
         for (int j = 0; j < rot / 2; j++) {
             const int a = layout == RB_LAYOUT_GPTJ ? 2 * j : j;
@@ -614,7 +637,7 @@ static void fp32_phase_error(void)
                 row[j] = 1.0f;
                 row[j + half] = 0.0f;
             }
-            rb_rope_apply_fp32phase(row, 1, 128, &pos, inv, 128, 128, RB_LAYOUT_NEOX, 1.0);
+            rb_rope_apply_fp32phase(row, row, 1, 128, &pos, inv, 128, 128, RB_LAYOUT_NEOX, 1.0);
             for (int j = 0; j < half; j++) {
                 double got = atan2(row[j + half], row[j]);
                 double e = got - rb_rope_phase(pos, inv[j]);

@@ -52,7 +52,8 @@ void rb_rope_apply_avx512(float *x, int64_t n_rows, size_t row_stride, const int
  * attention factor; the rotation in float with separate multiplies and add/subtract, as
  * the portable code. neox rows are vectorized over pairs (8 per vector); gptj rows, and
  * rows whose angles reach 2^40, take the portable code. OpenMP over rows. */
-void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
+void rb_rope_apply_fp32phase_avx512(float *x, const float *src, int64_t n_rows,
+                                    size_t row_stride,
                                     const int64_t *pos, const double *inv_freq, int head_dim,
                                     int rotary_dim, rb_rope_layout layout,
                                     double attention_factor);

@@ -308,19 +308,20 @@ static void fp32phase_row_neox(float *row, float fpos, const float *finv, int ha
     }
 }
 
-void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
-                                    const int64_t *pos, const double *inv_freq, int head_dim,
-                                    int rotary_dim, rb_rope_layout layout,
-                                    double attention_factor)
+void rb_rope_apply_fp32phase_avx512(float *x, const float *src, int64_t n_rows,
+                                    size_t row_stride, const int64_t *pos,
+                                    const double *inv_freq, int head_dim, int rotary_dim,
+                                    rb_rope_layout layout, double attention_factor)
 {
     if (!x || !pos || !inv_freq || n_rows <= 0 || rotary_dim <= 0 || rotary_dim > head_dim)
         return;
     const int half = rotary_dim / 2;
     if (layout != RB_LAYOUT_NEOX || half > 256) {
-        rb_rope_apply_fp32phase_ref(x, n_rows, row_stride, pos, inv_freq, head_dim,
+        rb_rope_apply_fp32phase_ref(x, src, n_rows, row_stride, pos, inv_freq, head_dim,
                                     rotary_dim, layout, attention_factor);
         return;
     }
+    const int copy = src && src != x;
     float finv[256];
     float fmax_inv = 0.0f;
     for (int i = 0; i < half; i++) {
@@ -332,11 +333,14 @@ void rb_rope_apply_fp32phase_avx512(float *x, int64_t n_rows, size_t row_stride,
 #pragma omp parallel for schedule(static) if (n >= 4096)
     for (long long r = 0; r < n; r++) {
         float *row = x + (size_t)r * row_stride;
+        /* out of place: the row is copied (into L1) and rotated there */
+        if (copy)
+            memcpy(row, src + (size_t)r * row_stride, (size_t)head_dim * sizeof *row);
         const float fpos = (float)pos[r];
         /* angles at or past 2^40 (never from a real position and frequency): the
          * two-part reduction would lose bits there, so the portable code takes them */
         if (fabsf(fpos) * fmax_inv >= 0x1p40f)
-            rb_rope_apply_fp32phase_ref(row, 1, row_stride, pos + r, inv_freq, head_dim,
+            rb_rope_apply_fp32phase_ref(row, NULL, 1, row_stride, pos + r, inv_freq, head_dim,
                                         rotary_dim, layout, attention_factor);
         else
             fp32phase_row_neox(row, fpos, finv, half, af);

@@ -3,13 +3,14 @@
 #include "../avx512/rb_avx512.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Each pair is rotated by angle a = (float)pos * (float)inv_freq[i] (a float product,
  * so both operands are rounded to float first, as in HF's float32 inv_freq times a
  * float32 position); c = cosf(a) * af, s = sinf(a) * af with af = (float)attention
  * factor (as HF scales its float cos/sin cache); x' = x1 c - x2 s, y' = x2 c + x1 s in
  * float. Layout, partial rotary and pass-through dims as rb_rope_apply. */
-void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
+void rb_rope_apply_fp32phase_ref(float *x, const float *src, int64_t n_rows, size_t row_stride,
                                  const int64_t *pos, const double *inv_freq, int head_dim,
                                  int rotary_dim, rb_rope_layout layout,
                                  double attention_factor)
@@ -21,6 +22,8 @@ void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
     const float af = (float)attention_factor;
     for (int64_t r = 0; r < n_rows; r++) {
         float *row = x + (size_t)r * row_stride;
+        if (src && src != x)
+            memcpy(row, src + (size_t)r * row_stride, (size_t)head_dim * sizeof *row);
         const float fpos = (float)pos[r];
         for (int i = 0; i < half; i++) {
             const float a = fpos * (float)inv_freq[i];
@@ -35,15 +38,15 @@ void rb_rope_apply_fp32phase_ref(float *x, int64_t n_rows, size_t row_stride,
     }
 }
 
-void rb_rope_apply_fp32phase(float *x, int64_t n_rows, size_t row_stride,
+void rb_rope_apply_fp32phase(float *x, const float *src, int64_t n_rows, size_t row_stride,
                              const int64_t *pos, const double *inv_freq, int head_dim,
                              int rotary_dim, rb_rope_layout layout,
                              double attention_factor)
 {
     if (rb_kernels_helpers_avx512())
-        rb_rope_apply_fp32phase_avx512(x, n_rows, row_stride, pos, inv_freq, head_dim,
+        rb_rope_apply_fp32phase_avx512(x, src, n_rows, row_stride, pos, inv_freq, head_dim,
                                        rotary_dim, layout, attention_factor);
     else
-        rb_rope_apply_fp32phase_ref(x, n_rows, row_stride, pos, inv_freq, head_dim,
+        rb_rope_apply_fp32phase_ref(x, src, n_rows, row_stride, pos, inv_freq, head_dim,
                                     rotary_dim, layout, attention_factor);
 }
