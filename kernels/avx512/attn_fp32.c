@@ -98,12 +98,14 @@ RB_AI void tr16x16(__m512 r[16])
         r[i] = o[i];
 }
 
-/* One packed key block: K^T, padded positions, and where its V rows are. */
+/* One key block, packed (K^T) or read in place (key rows), its padded positions, and
+ * where its V rows are. */
 typedef struct {
     const float *kt;  /* [d][BC], keys past cnt are 0; NULL: keys read in place */
     const float *kr;  /* kt NULL: the block's BC key rows in place (row stride d) */
     const int64_t *kp; /* [BC], INT64_MAX past cnt */
-    const float *vt;  /* [BC][dp], 64-byte aligned, zero past cnt and past d */
+    const float *vt;  /* [BC][dp], 64-byte aligned, zero past cnt and past d (in place:
+                       * the caller's rows, whole block and dp = d); NULL without V */
     int cnt;          /* valid keys, 1..BC */
     int64_t kmin, kmax;
 } rb_kblock;
