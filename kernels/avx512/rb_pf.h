@@ -11,7 +11,8 @@
  * the packing. With nch > 1 the lines go round-robin over nch 4 KiB chunks (line i of
  * every chunk, then line i + 1): the L2 streamer then follows 2*nch pages at once,
  * which streams raw K/V rows from memory ~25% faster than one line after the other
- * (probe order); nch = 1 is plain sequential order (packed blocks, query-outer). The
+ * (the fp32 probe); nch = 1 is plain sequential order (the fp32 kernel's packed blocks in
+ * query-outer order, and the bf16 kernel's probe stream, where it measured faster). The
  * next line is line `lip` of chunk `ch`. */
 typedef struct {
     const char *k, *v;
