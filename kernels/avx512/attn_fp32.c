@@ -134,11 +134,11 @@ static void kblock_positions(const int64_t *k_pos, int64_t c0, int cnt, int64_t 
  * (64-byte aligned) with 16x16 register transposes where a whole 16x16 square exists,
  * element by element elsewhere; zero past cnt. Their v rows are copied into vt[BC][dp]
  * (64-byte aligned, so that PV loads never split a line), zero past d and past cnt.
- * Positions go to kp[BC] (INT64_MAX past cnt); fills *b. cnt is 1..BC. One pf_step
- * (pf may be NULL) per transpose and per 16 v rows. v = NULL: no V (b->vt = NULL). */
-static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
-                           int cnt, int d, int dp, rb_pf *pf, float *kt, float *vt,
-                           int64_t *kp, rb_kblock *b)
+ * Fills b->kt, b->kr and b->vt; its positions are kblock_positions' (called first).
+ * cnt is 1..BC. One pf_step (pf may be NULL) per transpose and per 16 v rows. v = NULL:
+ * no V (b->vt = NULL). */
+static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, int d,
+                           int dp, rb_pf *pf, float *kt, float *vt, rb_kblock *b)
 {
     const float *kb = k + (size_t)c0 * (size_t)d;
     int jdone = 0;
@@ -176,7 +176,6 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
         if (tail)
             _mm512_store_ps(dst + j, _mm512_maskz_loadu_ps(mt, src + j));
     }
-    kblock_positions(k_pos, c0, cnt, kp, b);
     b->kt = kt;
     b->kr = NULL;
     b->vt = v ? vt : NULL;
@@ -187,10 +186,9 @@ static void rb_kblock_pack(const float *k, const float *v, const int64_t *k_pos,
  * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
  * the K transposes and their stores, which for the few rows that see a late probe
  * block cost more than qk_lane's horizontal sums. One pf_step per 16 v rows copied. */
-static void kblock_inplace(const float *k, const float *v, const int64_t *k_pos, int64_t c0,
-                           int d, rb_pf *pf, float *vt, int64_t *kp, rb_kblock *b)
+static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, rb_pf *pf,
+                           float *vt, rb_kblock *b)
 {
-    kblock_positions(k_pos, c0, BC, kp, b);
     b->kt = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
@@ -639,9 +637,9 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
         for (int64_t b = 0; b < nkb; b++) {
             const int64_t c0 = k0 + b * BC;
             const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
-            rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, d, (int)c->dp, NULL,
-                           kt + (size_t)b * d * BC,
-                           vt + (size_t)b * BC * c->dp, kp + (size_t)b * BC, &kb[b]);
+            kblock_positions(c->k_pos, c0, cnt, kp + (size_t)b * BC, &kb[b]);
+            rb_kblock_pack(c->k, c->v, c0, cnt, d, (int)c->dp, NULL, kt + (size_t)b * d * BC,
+                           vt + (size_t)b * BC * c->dp, &kb[b]);
         }
 #pragma omp for schedule(static)
         for (int64_t qb = 0; qb < nqb; qb++) {
@@ -761,10 +759,9 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                             c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
                                  : NULL,
                             0, 0, 1, 0, 0};
-                int64_t lo = c->k_pos[c0];
-                for (int i = 1; i < cnt; i++)
-                    lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
-                const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
+                rb_kblock blk;
+                kblock_positions(c->k_pos, c0, cnt, kp, &blk);
+                const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, blk.kmin);
                 const int inplace = lane_ok && cnt == BC && nr <= LANE_ROWS;
                 if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
                     const int64_t steps =
@@ -775,12 +772,10 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                     pf.nch = (pf.left + 63) / 64;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
-                rb_kblock blk;
                 if (inplace)
-                    kblock_inplace(c->k, c->v, c->k_pos, c0, c->d, &pf, vt, kp, &blk);
+                    kblock_inplace(c->k, c->v, c0, c->d, &pf, vt, &blk);
                 else
-                    rb_kblock_pack(c->k, c->v, c->k_pos, c0, cnt, c->d, (int)c->dp, &pf, kt,
-                                   vt, kp, &blk);
+                    rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, &pf, kt, vt, &blk);
                 block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
             }
         }
