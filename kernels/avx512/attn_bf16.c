@@ -833,9 +833,8 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                 const int64_t kb1 = kb + KB_SBS < cut[tid + 1] ? kb + KB_SBS : cut[tid + 1];
                 /* the raw K and V rows of this thread's next key block come from memory:
                  * prefetch them into L2 over this block's packing and groups, in order
-                 * (nch = 1; a round-robin over their pages as the fp32 kernel does, or
-                 * no prefetch, measured 20-30 % slower here) */
-                rb_pf pf = {NULL, NULL, 0, 0, 1, 0, 0};
+                 * (no prefetch measured 20-30 % slower here) */
+                rb_pf pf = {NULL, NULL, 0, 0};
                 if (kb1 < cut[tid + 1]) {
                     pf.k = (const char *)(c.k + (size_t)(kb1 * SBK) * (size_t)d);
                     pf.v = (const char *)(c.v + (size_t)(kb1 * SBK) * (size_t)d);

@@ -393,12 +393,15 @@ static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, f
 RB_AI __m512 sum16(const __m512 a[16])
 {
     __m512 b[8], c[4], e[2];
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
         b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
                              _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
         c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
                              _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+#pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
         e[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
                              _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xEE));
@@ -406,18 +409,21 @@ RB_AI __m512 sum16(const __m512 a[16])
                          _mm512_shuffle_ps(e[0], e[1], 0xDD));
 }
 
-/* qk_lane: S[0..BC) = <q, k_c> for one row q against BC key rows kr (row stride d, d a
+/* qk_lane_d: S[0..BC) = <q, k_c> for one row q against BC key rows kr (row stride d, d a
  * multiple of 16), dims in the lanes: 16 keys at a time, one accumulator per key (16
  * independent FMA chains), then sum16. Key slot s of sum16 holds key 4 * (s % 4) + s / 4,
- * so that lane i of the result is key i. */
-static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
+ * so that lane i of the result is key i. Inlined with d a constant (qk_lane), so that
+ * every key row is one base register plus an immediate offset and the dims unroll. */
+RB_AI void qk_lane_d(const float *q, const float *kr, const int d, float *S, rb_pf *pf)
 {
     for (int w = 0; w < BC / 16; w++) {
         pf_step(pf);
         const float *kw = kr + (size_t)16 * w * (size_t)d;
         __m512 a[16];
+#pragma GCC unroll 16
         for (int s = 0; s < 16; s++)
             a[s] = _mm512_setzero_ps();
+#pragma GCC unroll 16
         for (int j = 0; j < d; j += 16) {
             const __m512 qv = _mm512_loadu_ps(q + j);
 #pragma GCC unroll 16
@@ -428,6 +434,19 @@ static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
         }
         _mm512_store_ps(S + 16 * w, sum16(a));
     }
+}
+
+/* qk_lane: qk_lane_d with the common head_dims made constants. */
+static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
+{
+    if (d == 128)
+        qk_lane_d(q, kr, 128, S, pf);
+    else if (d == 64)
+        qk_lane_d(q, kr, 64, S, pf);
+    else if (d == 256)
+        qk_lane_d(q, kr, 256, S, pf);
+    else
+        qk_lane_d(q, kr, d, S, pf);
 }
 
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
@@ -675,7 +694,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 rb_pf pf = {(const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
                             kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
                                      : NULL,
-                            0, 0, 1, 0, 0};
+                            0, 0};
                 if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
                     kb[b].kmin <= c->rows[i1 - 1].pos) {
                     const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
@@ -758,7 +777,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                 rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
                             c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
                                  : NULL,
-                            0, 0, 1, 0, 0};
+                            0, 0};
                 rb_kblock blk;
                 kblock_positions(c->k_pos, c0, cnt, kp, &blk);
                 const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, blk.kmin);
@@ -769,7 +788,6 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                         (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
                         3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0);
                     pf.left = (int64_t)BC * c->d / 16 + 1;
-                    pf.nch = (pf.left + 63) / 64;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
                 if (inplace)
