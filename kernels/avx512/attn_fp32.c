@@ -317,7 +317,7 @@ static void qk_run(const float *const *qr, int R, const float *kt, int d, float 
  * P row stride BC), cnt keys of a packed block (vt row stride dp, aligned). With one
  * row, even and odd keys go to separate accumulators (8 FMA chains, not 4). */
 RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, size_t dp,
-                   int cnt, float *acc)
+                   int cnt, float *acc, rb_pf *pf)
 {
     __m512 a[RG][4], e[4];
 #pragma GCC unroll 12
@@ -331,6 +331,8 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
     int c = 0;
     if (R == 1) {
         for (; c + 2 <= cnt; c += 2) {
+            if (c % 16 == 0)
+                pf_step(pf);
             const float *vr = vt + (size_t)c * dp;
             const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
 #pragma GCC unroll 4
@@ -341,6 +343,8 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
         }
     }
     for (; c < cnt; c++) {
+        if (c % 16 == 0)
+            pf_step(pf);
         const float *vr = vt + (size_t)c * dp;
         __m512 x[4];
 #pragma GCC unroll 4
@@ -369,20 +373,36 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
 /* pv_rows: acc[r][0..dp) += P[r] . V over cnt keys: passes of 64 dims (1..6 rows) or 32
  * dims (7..12 rows), then 16 at a time for the rest of dp. */
 RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int cnt,
-                   float *acc)
+                   float *acc, rb_pf *pf)
 {
     const int NV = R <= 6 ? 4 : 2;
     size_t j0 = 0;
     for (; j0 + 16 * (size_t)NV <= dp; j0 += 16 * (size_t)NV)
-        pv_tile(R, NV, P, vt + j0, dp, cnt, acc + j0);
+        pv_tile(R, NV, P, vt + j0, dp, cnt, acc + j0, pf);
     for (; j0 < dp; j0 += 16)
-        pv_tile(R, 1, P, vt + j0, dp, cnt, acc + j0);
+        pv_tile(R, 1, P, vt + j0, dp, cnt, acc + j0, pf);
 }
 
-/* pv_run: pv_rows with the row count made a constant. */
-static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, float *acc)
+/* pv_steps: the pf_steps pv_rows takes for R rows, dp dims and cnt keys (one per 16
+ * keys of each pass over a slice of dims). */
+static int64_t pv_steps(int R, size_t dp, int cnt)
 {
-#define PV_R(RR) pv_rows(RR, P, vt, dp, cnt, acc)
+    const size_t w = R <= 6 ? 64 : 32;
+    return (int64_t)(dp / w + dp % w / 16) * ((cnt + 15) / 16);
+}
+
+/* pv_steps_rows: pv_steps summed over the row groups (RG at a time) of nr rows. */
+static int64_t pv_steps_rows(int64_t nr, size_t dp, int cnt)
+{
+    return nr / RG * pv_steps(RG, dp, cnt) + (nr % RG ? pv_steps((int)(nr % RG), dp, cnt) : 0);
+}
+
+/* pv_run: pv_rows with the row count made a constant; one pf_step (pf may be NULL) per
+ * 16 keys of each pass (pv_steps). */
+static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, float *acc,
+                   rb_pf *pf)
+{
+#define PV_R(RR) pv_rows(RR, P, vt, dp, cnt, acc, pf)
     RB_ROW_CASES(PV_R)
 #undef PV_R
 }
@@ -575,7 +595,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
         if (b->vt && (any[(g - g0) / RG / 64] >> ((g - g0) / RG % 64) & 1u))
             pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
-                   st->acc + (size_t)(g - s0) * st->dp);
+                   st->acc + (size_t)(g - s0) * st->dp, pf);
         pf_step(pf);
     }
 }
@@ -698,7 +718,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
                     kb[b].kmin <= c->rows[i1 - 1].pos) {
                     const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
-                    const int64_t steps = 3 * ((nr + RG - 1) / RG) + nr;
+                    const int64_t steps = 3 * ((nr + RG - 1) / RG) + nr +
+                                          (kb[b].vt ? pv_steps_rows(nr, c->dp, kb[b].cnt) : 0);
                     pf.left = (int64_t)BC * (int64_t)c->dp / 16;
                     pf.per = (pf.left + steps - 1) / steps;
                 }
@@ -786,7 +807,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                     const int64_t steps =
                         (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
                         (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
-                        3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0);
+                        3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0) +
+                        (c->v ? pv_steps_rows(nr, c->dp, cnt) : 0);
                     pf.left = (int64_t)BC * c->d / 16 + 1;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
@@ -916,7 +938,7 @@ double rb_attn_avx512_tiles(int64_t iters, float seed)
         qr[r] = q + r * D;
     for (int64_t it = 0; it < iters; it++) {
         qk_run(qr, RG, kt, D, S);
-        pv_run(RG, S, vt, D, BC, acc);
+        pv_run(RG, S, vt, D, BC, acc, NULL);
         __asm__ volatile("" : : "r"(S), "r"(acc) : "memory");
     }
     double sum = 0.0;
