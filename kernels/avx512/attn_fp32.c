@@ -494,6 +494,7 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     const __m512i vq = _mm512_set1_epi64(qp);
     unsigned anym = 0;
+#pragma GCC unroll 4
     for (int w = 0; w < BC / 16; w++) {
         x[w] = _mm512_load_ps(S + 16 * w);
         if (neg)
@@ -532,6 +533,7 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
     *m = mn;
     const __m512 vm = _mm512_set1_ps(mn), vc = _mm512_set1_ps(ca);
     __m512 ls = _mm512_setzero_ps(), us = _mm512_setzero_ps();
+#pragma GCC unroll 4
     for (int w = 0; w < BC / 16; w++) {
         const __m512 t = _mm512_maskz_fmsub_ps(mk[w], x[w], vc, vm);
         const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp2_512_ps(t));
@@ -583,17 +585,22 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     }
     /* bit g of any[]: row group g saw a key of the block */
     uint64_t any[(KO_ROWS / RG + 63) / 64 + 1] = {0};
-    for (int64_t g = g0; g < i1; g++) {
-        const int64_t i = g - s0, pos = c->rows[g].pos;
-        const int masked = !(b->cnt == BC && b->kmax <= pos);
-        if (softmax_row(S + (size_t)(g - g0) * BC, masked, b, pos, c->c2, st->m + i,
-                        st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp))
-            any[(g - g0) / RG / 64] |= (uint64_t)1 << ((g - g0) / RG % 64);
-        pf_step(pf);
+    for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
+        const int64_t ge = i1 - g < RG ? i1 : g + RG;
+        int seen = 0;
+        for (int64_t r = g; r < ge; r++) {
+            const int64_t i = r - s0, pos = c->rows[r].pos;
+            const int masked = !(b->cnt == BC && b->kmax <= pos);
+            seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, st->m + i,
+                                st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp);
+            pf_step(pf);
+        }
+        if (seen)
+            any[grp / 64] |= (uint64_t)1 << (grp % 64);
     }
-    for (int64_t g = g0; g < i1; g += RG) {
+    for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
-        if (b->vt && (any[(g - g0) / RG / 64] >> ((g - g0) / RG % 64) & 1u))
+        if (b->vt && (any[grp / 64] >> (grp % 64) & 1u))
             pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp, pf);
         pf_step(pf);
