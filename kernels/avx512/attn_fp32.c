@@ -315,7 +315,8 @@ static void qk_run(const float *const *qr, int R, const float *kt, int d, float 
 
 /* acc[r][0 .. 16*NV) += sum_c P[r][c] * vt[c][0 .. 16*NV) for R rows (acc row stride dp,
  * P row stride BC), cnt keys of a packed block (vt row stride dp, aligned). With one
- * row, even and odd keys go to separate accumulators (8 FMA chains, not 4). */
+ * row, even and odd keys go to separate accumulators (8 FMA chains, not 4).
+ * One pf_step (pf may be NULL) per 16 keys, outside the inner loop. */
 RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, size_t dp,
                    int cnt, float *acc, rb_pf *pf)
 {
@@ -328,34 +329,34 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
 #pragma GCC unroll 4
     for (int w = 0; w < NV; w++)
         e[w] = _mm512_setzero_ps();
-    int c = 0;
-    if (R == 1) {
-        for (; c + 2 <= cnt; c += 2) {
-            if (c % 16 == 0)
-                pf_step(pf);
-            const float *vr = vt + (size_t)c * dp;
-            const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
+    for (int c0 = 0; c0 < cnt; c0 += 16) {
+        pf_step(pf);
+        const int c1 = cnt - c0 < 16 ? cnt : c0 + 16;
+        int c = c0;
+        if (R == 1) {
+            for (; c + 2 <= c1; c += 2) {
+                const float *vr = vt + (size_t)c * dp;
+                const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
 #pragma GCC unroll 4
-            for (int w = 0; w < NV; w++) {
-                a[0][w] = _mm512_fmadd_ps(p0, _mm512_load_ps(vr + 16 * w), a[0][w]);
-                e[w] = _mm512_fmadd_ps(p1, _mm512_load_ps(vr + dp + 16 * w), e[w]);
+                for (int w = 0; w < NV; w++) {
+                    a[0][w] = _mm512_fmadd_ps(p0, _mm512_load_ps(vr + 16 * w), a[0][w]);
+                    e[w] = _mm512_fmadd_ps(p1, _mm512_load_ps(vr + dp + 16 * w), e[w]);
+                }
             }
         }
-    }
-    for (; c < cnt; c++) {
-        if (c % 16 == 0)
-            pf_step(pf);
-        const float *vr = vt + (size_t)c * dp;
-        __m512 x[4];
-#pragma GCC unroll 4
-        for (int w = 0; w < NV; w++)
-            x[w] = _mm512_load_ps(vr + 16 * w);
-#pragma GCC unroll 12
-        for (int r = 0; r < R; r++) {
-            const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
+        for (; c < c1; c++) {
+            const float *vr = vt + (size_t)c * dp;
+            __m512 x[4];
 #pragma GCC unroll 4
             for (int w = 0; w < NV; w++)
-                a[r][w] = _mm512_fmadd_ps(pb, x[w], a[r][w]);
+                x[w] = _mm512_load_ps(vr + 16 * w);
+#pragma GCC unroll 12
+            for (int r = 0; r < R; r++) {
+                const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
+#pragma GCC unroll 4
+                for (int w = 0; w < NV; w++)
+                    a[r][w] = _mm512_fmadd_ps(pb, x[w], a[r][w]);
+            }
         }
     }
     if (R == 1) {
