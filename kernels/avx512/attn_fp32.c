@@ -565,7 +565,8 @@ typedef struct {
  * while all groups use it: the scores of every group (S holds a row of BC per row), the
  * softmax of every row (masked unless the block is whole and every key is at or before
  * the row's position), then PV for every group that saw a key. One pf_step (pf may be
- * NULL) per group and phase and per row, and per 16 keys of each qk_lane row. */
+ * NULL) per group and phase and per row, per 16 keys of each qk_lane row, and per 16
+ * keys of each PV pass (pv_steps_rows counts those). */
 static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int64_t i1,
                            int64_t s0, const rb_rows32 *st, float *S, rb_pf *pf)
 {
@@ -718,7 +719,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
             rows32_reset(&st, i1 - i0);
             for (int64_t b = 0; b < nkb; b++) {
                 /* packed K and V of the next block come from L3/memory: prefetch them
-                 * into L2 over this block's work (one step per group phase and row) */
+                 * into L2 over this block's work (one step per group phase and row,
+                 * and per 16 keys of each PV pass) */
                 rb_pf pf = {(const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
                             kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
                                      : NULL,
@@ -802,7 +804,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
                 /* prefetch the next block of this range (if whole) over this one's work:
                  * one step per transpose, 16 v rows copied, group phase and visible row,
-                 * and per 16 keys of a row when the block is read in place */
+                 * per 16 keys of a row when the block is read in place, and per 16 keys
+                 * of each PV pass */
                 rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
                             c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
                                  : NULL,
