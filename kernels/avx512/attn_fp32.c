@@ -471,18 +471,45 @@ static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
 }
 
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
- * 16, 64-byte aligned rows); m and u in base-2 units (softmax_row). */
+ * 16, 64-byte aligned rows); m and u in base-2 units (softmax_row). l and u are kept as
+ * 16 partial sums per row (the lanes of softmax_row's vectors), so that no row's update
+ * ends in a horizontal sum; rows32_merge adds the lanes up, into ls and us. */
 typedef struct {
-    float *m, *l, *u, *acc;
+    float *m, *l, *u, *acc; /* m[n], l[n][16], u[n][16], acc[n][dp] */
+    float *ls, *us;         /* [n]: the lane sums of l and u (rows32_merge) */
     size_t dp;
 } rb_rows32;
+
+/* rows32_bytes: the bytes rows32_layout takes for n rows of dp floats (64-byte
+ * multiples, so that what follows stays aligned). */
+static size_t rows32_bytes(int64_t n, size_t dp)
+{
+    return round64((size_t)n * dp * sizeof(float)) + 2 * round64((size_t)n * 16 * sizeof(float)) +
+           round64(3 * (size_t)n * sizeof(float));
+}
+
+/* rows32_layout: st over the scratch at p (64-byte aligned, rows32_bytes(n, dp) long). */
+static void rows32_layout(char *p, int64_t n, size_t dp, rb_rows32 *st)
+{
+    st->dp = dp;
+    st->acc = (float *)p;
+    p += round64((size_t)n * dp * sizeof(float));
+    st->l = (float *)p;
+    p += round64((size_t)n * 16 * sizeof(float));
+    st->u = (float *)p;
+    p += round64((size_t)n * 16 * sizeof(float));
+    st->m = (float *)p;
+    st->ls = st->m + n;
+    st->us = st->ls + n;
+}
 
 /* softmax_row: turn the raw scores S[0..BC) of one row into p = 2^(t - m_new) in place,
  * t = c2 * S the score in base-2 units (c2 = scale * log2 e), so that one FMA gives the
  * exponent and rb_exp2_512_ps needs no ln 2 reduction; masked keys (position after qp, or
  * past cnt, when `masked`) give p = 0. The row's state is kept in base 2 too: m and u
  * are the natural m and u times log2 e (rows32_merge converts), l is unchanged; they
- * are updated here (l, u, acc rescaled once when the max grows). The max is taken over
+ * are updated here (l, u, acc rescaled once when the max grows), l and u as 16 lane
+ * partial sums each (64-byte aligned; rb_rows32). The max is taken over
  * the raw S (over -S when c2 < 0), so that no multiply precedes it. Returns 0 (and
  * zeroes S) when the row sees no key of the block, leaving it untouched. */
 static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, float c2,
@@ -523,11 +550,12 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
     const float bm = ca * _mm512_reduce_max_ps(vmax);
     const float mo = *m;
     const float mn = mo > bm ? mo : bm;
+    __m512 lv = _mm512_load_ps(l), uv = _mm512_load_ps(u);
     if (mo != -INFINITY && mn > mo) {
         const float dm = mo - mn, alpha = exp2f(dm);
-        *u = alpha * (*u + *l * dm);
-        *l *= alpha;
         const __m512 va = _mm512_set1_ps(alpha);
+        uv = _mm512_mul_ps(va, _mm512_fmadd_ps(lv, _mm512_set1_ps(dm), uv));
+        lv = _mm512_mul_ps(lv, va);
         for (size_t j = 0; j < dp; j += 16)
             _mm512_store_ps(acc + j, _mm512_mul_ps(_mm512_load_ps(acc + j), va));
     }
@@ -542,8 +570,8 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
         us = _mm512_fmadd_ps(p, t, us);
         _mm512_store_ps(S + 16 * w, p);
     }
-    *l += _mm512_reduce_add_ps(ls);
-    *u += _mm512_reduce_add_ps(us);
+    _mm512_store_ps(l, _mm512_add_ps(lv, ls));
+    _mm512_store_ps(u, _mm512_add_ps(uv, us));
     return 1;
 }
 
@@ -594,7 +622,8 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
             const int64_t i = r - s0, pos = c->rows[r].pos;
             const int masked = !(b->cnt == BC && b->kmax <= pos);
             seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, st->m + i,
-                                st->l + i, st->u + i, st->acc + (size_t)i * st->dp, st->dp);
+                                st->l + 16 * i, st->u + 16 * i,
+                                st->acc + (size_t)i * st->dp, st->dp);
             pf_step(pf);
         }
         if (seen)
@@ -611,11 +640,10 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
 
 static void rows32_reset(const rb_rows32 *st, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         st->m[i] = -INFINITY;
-        st->l[i] = 0.0f;
-        st->u[i] = 0.0f;
-    }
+    memset(st->l, 0, (size_t)n * 16 * sizeof(float));
+    memset(st->u, 0, (size_t)n * 16 * sizeof(float));
     memset(st->acc, 0, (size_t)n * st->dp * sizeof(float));
 }
 
@@ -628,8 +656,12 @@ static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int6
     if (i1 <= i0)
         return;
     const int64_t l0 = i0 - s0;
+    for (int64_t i = l0; i < l0 + (i1 - i0); i++) {
+        st->ls[i] = _mm512_reduce_add_ps(_mm512_load_ps(st->l + 16 * i));
+        st->us[i] = _mm512_reduce_add_ps(_mm512_load_ps(st->u + 16 * i));
+    }
     rb_state_merge_f32_avx512(state, &c->rows[i0].idx, sizeof(rb_row) / sizeof(int64_t), 0,
-                              i1 - i0, c->d, st->m + l0, st->l + l0, st->u + l0,
+                              i1 - i0, c->d, st->m + l0, st->ls + l0, st->us + l0,
                               st->acc + (size_t)l0 * st->dp, st->dp, RB_LN2);
 }
 
@@ -705,12 +737,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
 
         char *my = scr + (size_t)thread_num() * per_thread;
         rb_rows32 st;
-        st.dp = c->dp;
-        st.acc = (float *)my;
-        st.m = (float *)(my + round64((size_t)BR * c->dp * sizeof(float)));
-        st.l = st.m + BR;
-        st.u = st.l + BR;
-        float *S = (float *)((char *)st.m + round64(3 * BR * sizeof(float)));
+        rows32_layout(my, BR, c->dp, &st);
+        float *S = (float *)(my + rows32_bytes(BR, c->dp));
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < nqb; t++) {
             if (qc[t].cost == 0)
@@ -785,12 +813,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
             used = nth;
         char *my = scr + (size_t)tid * per_thread;
         rb_rows32 st;
-        st.dp = c->dp;
-        st.acc = (float *)my;
-        st.m = (float *)(my + round64((size_t)c->nq * c->dp * sizeof(float)));
-        st.l = st.m + c->nq;
-        st.u = st.l + c->nq;
-        float *kt = (float *)((char *)st.m + round64(3 * (size_t)c->nq * sizeof(float)));
+        rows32_layout(my, c->nq, c->dp, &st);
+        float *kt = (float *)(my + rows32_bytes(c->nq, c->dp));
         float *vt = (float *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
         int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
@@ -834,11 +858,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
     for (int t = 0; t < used; t++) {
         char *my = scr + (size_t)t * per_thread;
         rb_rows32 st;
-        st.dp = c->dp;
-        st.acc = (float *)my;
-        st.m = (float *)(my + round64((size_t)c->nq * c->dp * sizeof(float)));
-        st.l = st.m + c->nq;
-        st.u = st.l + c->nq;
+        rows32_layout(my, c->nq, c->dp, &st);
         rows32_merge(c, &st, 0, c->nq, 0, state);
     }
 }
@@ -877,8 +897,7 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows};
 
     if (key_outer) {
-        const size_t per_thread = round64((size_t)nq * dp * sizeof(float)) +
-                                  round64(3 * (size_t)nq * sizeof(float)) +
+        const size_t per_thread = rows32_bytes(nq, dp) +
                                   round64((size_t)d * BC * sizeof(float)) +
                                   round64((size_t)BC * dp * sizeof(float)) +
                                   round64(BC * sizeof(int64_t)) +
@@ -898,8 +917,7 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     if (kc > nk)
         kc = nk;
     const int64_t nkb = (kc + BC - 1) / BC, nqb = (nq + BR - 1) / BR;
-    const size_t per_thread = round64((size_t)BR * dp * sizeof(float)) +
-                              round64(3 * BR * sizeof(float)) +
+    const size_t per_thread = rows32_bytes(BR, dp) +
                               round64(BR * BC * sizeof(float));
     scr = aligned_alloc(64, per_thread * (size_t)T);
     kt = aligned_alloc(64, round64((size_t)nkb * (size_t)d * BC * sizeof(float)));
