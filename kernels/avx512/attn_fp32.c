@@ -768,6 +768,13 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
     }
 }
 
+/* block_inplace_ok: whether the key-outer order reads a block of cnt keys that nr rows
+ * see in place (kblock_inplace, qk_lane) instead of packing it. */
+static int block_inplace_ok(int d, int cnt, int64_t nr)
+{
+    return d % 16 == 0 && cnt == BC && nr <= LANE_ROWS;
+}
+
 /* run_key_outer: the probe order for few rows and many keys. Key blocks are split
  * into one contiguous range per thread with equal estimated work (visible rows times
  * keys, plus the cost of streaming the block); each thread packs its blocks one at a
@@ -778,7 +785,11 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                           int T, double *state)
 {
     const int64_t nkb = (c->nk + BC - 1) / BC;
-    /* partition: cost of block b = cnt * (rows at or after its first position + 16) */
+    /* partition: cost of block b = cnt * (rows at or after its first position + 32, + 32
+     * more when it is packed rather than read in place): the constant stands for the
+     * stream of its K and V, the second for the transposes and the V copy. Measured
+     * (1M keys, 2 threads): the two threads' times differ by 2-8 % at 32, 128 and 512
+     * log-spaced rows, against 9-21 % with the + 16 of before, which ignored packing. */
     int64_t total = 0;
     for (int pass = 0; pass < 2; pass++) {
         int64_t run = 0;
@@ -790,7 +801,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
             int64_t lo = c->k_pos[c0];
             for (int i = 1; i < cnt; i++)
                 lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
-            run += (c->nq - rows_lower_bound(c->rows, 0, c->nq, lo) + 16) * (int64_t)cnt;
+            const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
+            run += (nr + 32 + (block_inplace_ok(c->d, cnt, nr) ? 0 : 32)) * (int64_t)cnt;
             if (pass == 1)
                 while (t < T && run * T >= total * t)
                     bound[t++] = b + 1;
@@ -819,8 +831,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
         rows32_reset(&st, c->nq);
-        /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place */
-        const int lane_ok = c->d % 16 == 0;
+        /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
+         * (block_inplace_ok) */
         const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
@@ -837,7 +849,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                 rb_kblock blk;
                 kblock_positions(c->k_pos, c0, cnt, kp, &blk);
                 const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, blk.kmin);
-                const int inplace = lane_ok && cnt == BC && nr <= LANE_ROWS;
+                const int inplace = block_inplace_ok(c->d, cnt, nr);
                 if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
                     const int64_t steps =
                         (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
