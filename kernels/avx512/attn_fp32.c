@@ -371,12 +371,16 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
             _mm512_store_ps(acc + (size_t)r * dp + 16 * w, a[r][w]);
 }
 
-/* pv_rows: acc[r][0..dp) += P[r] . V over cnt keys: passes of 64 dims (1..6 rows) or 32
- * dims (7..12 rows), then 16 at a time for the rest of dp. */
+/* pv_nv: the 16-dim vectors per row of one pv_tile pass for R rows: 64 dims (1..6 rows)
+ * or 32 (7..12 rows), so that a tile holds at most 24 accumulators. */
+RB_AI int pv_nv(int R) { return R <= 6 ? 4 : 2; }
+
+/* pv_rows: acc[r][0..dp) += P[r] . V over cnt keys: passes of 16 * pv_nv(R) dims, then 16
+ * at a time for the rest of dp. */
 RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int cnt,
                    float *acc, rb_pf *pf)
 {
-    const int NV = R <= 6 ? 4 : 2;
+    const int NV = pv_nv(R);
     size_t j0 = 0;
     for (; j0 + 16 * (size_t)NV <= dp; j0 += 16 * (size_t)NV)
         pv_tile(R, NV, P, vt + j0, dp, cnt, acc + j0, pf);
@@ -388,7 +392,7 @@ RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int 
  * keys of each pass over a slice of dims). */
 static int64_t pv_steps(int R, size_t dp, int cnt)
 {
-    const size_t w = R <= 6 ? 64 : 32;
+    const size_t w = 16 * (size_t)pv_nv(R);
     return (int64_t)(dp / w + dp % w / 16) * ((cnt + 15) / 16);
 }
 
@@ -586,6 +590,15 @@ typedef struct {
     const rb_row *rows; /* nq rows sorted by position */
 } rb_call;
 
+/* block_rows_steps: the pf_steps to pace a prefetch over, for nr rows seeing a block
+ * of cnt keys in block_rows_run (a little over the count: 3 per row group), with V or
+ * not and read in place or packed. */
+static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int inplace)
+{
+    return 3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0) +
+           (has_v ? pv_steps_rows(nr, dp, cnt) : 0);
+}
+
 /* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
  * against one block, packed (b->kt) or read in place (b->kr: the scores row by row with
  * qk_lane). Rows before the block's first position are skipped; the
@@ -756,8 +769,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
                     kb[b].kmin <= c->rows[i1 - 1].pos) {
                     const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
-                    const int64_t steps = 3 * ((nr + RG - 1) / RG) + nr +
-                                          (kb[b].vt ? pv_steps_rows(nr, c->dp, kb[b].cnt) : 0);
+                    const int64_t steps =
+                        block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0);
                     pf.left = (int64_t)BC * (int64_t)c->dp / 16;
                     pf.per = (pf.left + steps - 1) / steps;
                 }
@@ -854,8 +867,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                     const int64_t steps =
                         (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
                         (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
-                        3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0) +
-                        (c->v ? pv_steps_rows(nr, c->dp, cnt) : 0);
+                        block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace);
                     pf.left = (int64_t)BC * c->d / 16 + 1;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
