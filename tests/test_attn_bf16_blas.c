@@ -233,6 +233,98 @@ static void run_case(tparams *p, int have_bf16)
     free(qp), free(kp), free(ref), free(st);
 }
 
+/* The bf16 contract on probe shapes (nk >= 16 nq: rb_attn_tile_avx512_bf16 hands them
+ * to rb_attn_tile_avx512_bf16fma, which rounds in software), checked where rounding
+ * shows far above fp32 error, so that a value left unrounded fails:
+ *  - q, k: lse and H against the reference on bf16-rounded inputs at 1e-5 (1 + A/16),
+ *    the fp32 bound (q and k left as they are move lse by ~1e-3 here);
+ *  - v: q = 0, so every p is exactly 1 and the output is the mean of the rounded v
+ *    (v = 1 + 3 * 2^-10 rounds to 1: unrounded the mean is off by 2.9e-3);
+ *  - p: two scores, 0 and -0.296875 (1 row, 31 keys at 0); the output picks v of the
+ *    second key, so it is bf16(e^-0.296875) / (31 + e^-0.296875) (p used unrounded:
+ *    off by 1.7e-3 relative). */
+static void probe_rounding(void)
+{
+    enum { D = 64, NQ = 4, NK = 200 };
+    static float q[NQ * D], k[NK * D], v[NK * D], qb[NQ * D], kb[NK * D], vb[NK * D];
+    static int64_t qp[NQ], kp[NK];
+    static double st[NQ * RB_STATE_STRIDE(D)], ref[NQ * RB_STATE_STRIDE(D)];
+    double lse[NQ], ent[NQ], lref[NQ], eref[NQ], out[NQ * D], oref[NQ * D];
+    const double scale = 1.0 / sqrt((double)D);
+    rng_state = 777;
+    for (int i = 0; i < NQ * D; i++)
+        qb[i] = bf16_round(q[i] = (float)rng_normal());
+    for (int i = 0; i < NK * D; i++) {
+        kb[i] = bf16_round(k[i] = (float)rng_normal());
+        vb[i] = bf16_round(v[i] = (float)rng_normal());
+    }
+    for (int i = 0; i < NK; i++)
+        kp[i] = i;
+    for (int r = 0; r < NQ; r++)
+        qp[r] = 50 * r + 49;
+    for (int threads = 1; threads <= 2; threads++) {
+        rb_kernels_set_threads(threads);
+        rb_state_init(st, NQ, D);
+        rb_state_init(ref, NQ, D);
+        int rc = rb_attn_tile_avx512_bf16(q, qp, NQ, k, v, kp, NK, D, scale, st);
+        rb_attn_tile_ref(qb, qp, NQ, kb, vb, kp, NK, D, scale, ref);
+        rb_state_finalize(st, NQ, D, lse, ent, out);
+        rb_state_finalize(ref, NQ, D, lref, eref, oref);
+        for (int r = 0; r < NQ && rc == 0; r++) {
+            double A = 0;
+            for (int n = 0; n <= qp[r]; n++) {
+                double a = 0;
+                for (int j = 0; j < D; j++)
+                    a += fabs((double)qb[r * D + j] * kb[n * D + j]);
+                A = fmax(A, scale * a);
+            }
+            const double tol = 1e-5 * (1.0 + A / 16.0);
+            check(fabs(lse[r] - lref[r]) <= tol && fabs(ent[r] - eref[r]) <= tol,
+                  "bf16 probe path, %d threads, row %d: lse %.9g H %.9g against %.9g %.9g on "
+                  "bf16-rounded q, k, v (tolerance %.3g)",
+                  threads, r, lse[r], ent[r], lref[r], eref[r], tol);
+        }
+        check(rc == 0, "bf16 probe path: returned %d", rc);
+
+        /* v: uniform attention over the rounded v */
+        for (int i = 0; i < NQ * D; i++)
+            qb[i] = 0.0f;
+        for (int i = 0; i < NK * D; i++)
+            vb[i] = 1.0f + 3.0f * 0x1p-10f;
+        rb_state_init(st, NQ, D);
+        rc = rb_attn_tile_avx512_bf16(qb, qp, NQ, k, vb, kp, NK, D, scale, st);
+        rb_state_finalize(st, NQ, D, NULL, NULL, out);
+        double worst = 0;
+        for (int i = 0; i < NQ * D; i++)
+            worst = fmax(worst, fabs(out[i] - 1.0));
+        check(rc == 0 && worst <= 1e-6,
+              "bf16 probe path, %d threads: v = 1 + 3*2^-10 (bf16: 1) gives outputs off 1 by "
+              "%.3g (want <= 1e-6)",
+              threads, worst);
+        for (int i = 0; i < NQ * D; i++)
+            qb[i] = bf16_round(q[i]);
+
+        /* p: one row, the second key's v alone, its weight rounded */
+        float q1[D] = {1.0f}, k1[32 * D], v1[32 * D];
+        int64_t p1 = 40, kp1[32];
+        memset(k1, 0, sizeof k1);
+        memset(v1, 0, sizeof v1);
+        k1[1 * D] = -2.375f;
+        v1[1 * D] = 1.0f;
+        for (int n = 0; n < 32; n++)
+            kp1[n] = n;
+        double s1[RB_STATE_STRIDE(D)], o1[D];
+        rb_state_init(s1, 1, D);
+        rc = rb_attn_tile_avx512_bf16(q1, &p1, 1, k1, v1, kp1, 32, D, 0.125, s1);
+        rb_state_finalize(s1, 1, D, NULL, NULL, o1);
+        const double e = exp(-0.296875), want = bf16_round((float)e) / (31.0 + e);
+        check(rc == 0 && fabs(o1[0] - want) <= 1e-5 * want,
+              "bf16 probe path, %d threads: output %.9g, want %.9g (p rounded to bf16; with p "
+              "unrounded it would be %.9g)",
+              threads, o1[0], want, e / (31.0 + e));
+    }
+}
+
 /* The grid of shapes, positions, logits, threads and calls; returns the case count. */
 static int run_grid(int have_bf16)
 {
@@ -317,6 +409,9 @@ int main(void)
             check(rc == 0 && st[0] == -INFINITY, "avx512_bf16: nq == 0 changed the state");
         }
     }
+
+    if (have_bf16)
+        probe_rounding();
 
     /* pass 0: both kernels (bf16 on AMX where this CPU and OS allow it); pass 1: the
      * bf16 kernel with ROPEBENCH_BF16_AMX=0, its VDPBF16PS path */

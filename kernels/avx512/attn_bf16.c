@@ -1,4 +1,4 @@
-/* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call. */
+/* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS (or AMX) into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call; probe shapes go to the fp32 loop on rounded operands. */
 #include "rb_avx512.h"
 #include "rb_pf.h"
 
@@ -24,7 +24,8 @@ enum {
     QB_GROUPS = 64,
     KB_SBS = 4,
     STREAM_MAX_ROWS = 256,  /* at most this many rows: stream K/V, split keys */
-    STREAM_MAX_PROBE = 2048 /* ... or this many, with 16x as many keys */
+    STREAM_MAX_PROBE = 2048 /* probe shapes: at most this many rows against 16x as many
+                             * keys go to rb_attn_tile_avx512_bf16fma */
 };
 
 /* Everything one call shares between threads (read-only in the parallel parts,
@@ -308,8 +309,10 @@ static int amx_usable(void)
 /* rb_attn_bf16_path: see rb_avx512.h. */
 const char *rb_attn_bf16_path(void)
 {
-    return amx_usable() ? "AMX-BF16 tiles (TDPBF16PS) for QK^T and PV"
-                        : "VDPBF16PS for QK^T and PV";
+    return amx_usable() ? "AMX-BF16 tiles (TDPBF16PS) for QK^T and PV; probe shapes: fp32 "
+                          "FMA on bf16-rounded operands"
+                        : "VDPBF16PS for QK^T and PV; probe shapes: fp32 FMA on "
+                          "bf16-rounded operands";
 }
 
 /* Configure every tile as 16 rows x 64 bytes (this thread). */
@@ -622,13 +625,16 @@ static int job_cmp(const void *a, const void *b)
  * run on AMX-BF16 where the CPU has it and the OS grants the tile state (else, or
  * with ROPEBENCH_BF16_AMX=0, on VDPBF16PS); both give the same class of results.
  * Any head_dim >= 1 (padded internally to 32 dims for q/k, 64 for v); positions may
- * be unsorted, gapped or repeated. Two schedules:
+ * be unsorted, gapped or repeated. Probe shapes (nq <= STREAM_MAX_PROBE rows against
+ * nk >= 16 nq keys) go to rb_attn_tile_avx512_bf16fma: the same rounding, fp32 FMAs on
+ * the rounded values in the fp32 kernel's key-outer loop, which reads K and V with
+ * less work per key than packing them into bf16 pairs (the stream of K and V bounds
+ * those shapes, not the products). Everything else takes one of two schedules:
  *  - row mode (e.g. causal tiles, nq ~ nk): K and V are packed to bf16 once, in
  *    parallel (extra memory about 4 nk d bytes); query blocks of QB_GROUPS*GR rows
  *    go to threads largest visible work first (dynamic), each sweeping the key
  *    sub-blocks its rows can see, fully masked (group, sub-block) pairs skipped;
- *  - stream mode (nq <= STREAM_MAX_ROWS, or nq <= STREAM_MAX_PROBE with nk >= 16 nq:
- *    probe rows): the keys are split into one range per thread by equal visible
+ *  - stream mode (nq <= STREAM_MAX_ROWS): the keys are split into one range per thread by equal visible
  *    work; each thread packs one key block at a time and runs every row against it
  *    while it is in cache, so K/V are read once; the per-thread states are merged
  *    in thread order.
@@ -641,6 +647,8 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
 {
     if (nq <= 0 || nk <= 0 || d <= 0)
         return 0;
+    if (nq <= STREAM_MAX_PROBE && nk >= 16 * nq)
+        return rb_attn_tile_avx512_bf16fma(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
     int rc = 0;
     bf_ctx c;
     memset(&c, 0, sizeof c);
@@ -656,8 +664,8 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     c.v = v;
     const size_t np = (size_t)c.np, dv = (size_t)c.dv;
     const size_t kp_sz = np * SBK, vp_sz = (size_t)SBPAIRS * dv; /* uint32 per SB */
-    /* few rows, or rows much fewer than keys (probe rows): stream the keys */
-    const int stream = nq <= STREAM_MAX_ROWS || (nk >= 16 * nq && nq <= STREAM_MAX_PROBE);
+    /* few rows: stream the keys (probe shapes went to the fp32 loop above) */
+    const int stream = nq <= STREAM_MAX_ROWS;
     const int amx = amx_usable();
     int nthr = rb_kernels_threads();
     if (nthr < 1)

@@ -1,4 +1,4 @@
-/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows (or, for the sparse blocks of a probe, both read in place), 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP. */
+/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows (or, for the sparse blocks of a probe, both read in place), 12-row register-blocked QK^T and PV, online softmax with the entropy accumulator, OpenMP; with bf16 rounding of q, k, p and v, the bf16 kernel's probe path. */
 #include "rb_avx512.h"
 #include "rb_peak.h"
 #include "rb_pf.h"
@@ -39,6 +39,25 @@ _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 #define RB_LN2 0.69314718055994530942
 
 static size_t round64(size_t n) { return (n + 63u) & ~(size_t)63u; }
+
+/* bf16_round: x rounded to bf16 (nearest, ties to even: what VCVTNEPS2BF16 does to a
+ * finite float), kept as a float; the low 16 bits become 0. bf16_round1: one float. */
+RB_AI __m512 bf16_round(__m512 x)
+{
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+static float bf16_round1(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* One query row after sorting by position: its position and its index in q/state. */
 typedef struct {
@@ -136,9 +155,9 @@ static void kblock_positions(const int64_t *k_pos, int64_t c0, int cnt, int64_t 
  * (64-byte aligned, so that PV loads never split a line), zero past d and past cnt.
  * Fills b->kt, b->kr and b->vt; its positions are kblock_positions' (called first).
  * cnt is 1..BC. One pf_step (pf may be NULL) per transpose and per 16 v rows. v = NULL:
- * no V (b->vt = NULL). */
+ * no V (b->vt = NULL). bf16: every k and v value rounded to bf16 on the way. */
 static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, int d,
-                           int dp, rb_pf *pf, float *kt, float *vt, rb_kblock *b)
+                           int dp, int bf16, rb_pf *pf, float *kt, float *vt, rb_kblock *b)
 {
     const float *kb = k + (size_t)c0 * (size_t)d;
     int jdone = 0;
@@ -147,16 +166,21 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
             for (int p = 0; p < BC / 16; p++) {
                 pf_step(pf);
                 __m512 r[16];
-                for (int i = 0; i < 16; i++)
+                for (int i = 0; i < 16; i++) {
                     r[i] = _mm512_loadu_ps(kb + (size_t)(16 * p + i) * (size_t)d + jdone);
+                    if (bf16)
+                        r[i] = bf16_round(r[i]);
+                }
                 tr16x16(r);
                 for (int i = 0; i < 16; i++)
                     _mm512_store_ps(kt + (size_t)(jdone + i) * BC + 16 * p, r[i]);
             }
     }
     for (int j = jdone; j < d; j++)
-        for (int c = 0; c < BC; c++)
-            kt[(size_t)j * BC + c] = c < cnt ? kb[(size_t)c * (size_t)d + j] : 0.0f;
+        for (int c = 0; c < BC; c++) {
+            const float x = c < cnt ? kb[(size_t)c * (size_t)d + j] : 0.0f;
+            kt[(size_t)j * BC + c] = bf16 ? bf16_round1(x) : x;
+        }
     const int tail = d % 16;
     const __mmask16 mt = (__mmask16)((1u << tail) - 1u);
     for (int c = 0; v && c < BC; c++) {
@@ -171,10 +195,14 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
         }
         const float *src = vs + (size_t)c * (size_t)d;
         int j = 0;
-        for (; j + 16 <= d; j += 16)
-            _mm512_store_ps(dst + j, _mm512_loadu_ps(src + j));
-        if (tail)
-            _mm512_store_ps(dst + j, _mm512_maskz_loadu_ps(mt, src + j));
+        for (; j + 16 <= d; j += 16) {
+            const __m512 x = _mm512_loadu_ps(src + j);
+            _mm512_store_ps(dst + j, bf16 ? bf16_round(x) : x);
+        }
+        if (tail) {
+            const __m512 x = _mm512_maskz_loadu_ps(mt, src + j);
+            _mm512_store_ps(dst + j, bf16 ? bf16_round(x) : x);
+        }
     }
     b->kt = kt;
     b->kr = NULL;
@@ -185,26 +213,39 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
  * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
  * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
  * the K transposes and their stores, which for the few rows that see a late probe
- * block cost more than qk_lane's horizontal sums. One pf_step per 16 v rows copied. */
-static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, rb_pf *pf,
-                           float *vt, rb_kblock *b)
+ * block cost more than qk_lane's horizontal sums. bf16: both are copied instead, K
+ * rows into kr (BC * d floats) and V rows into vt, every value rounded to bf16. One
+ * pf_step per 16 rows copied (per 16 key rows and per 16 v rows). */
+static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, int bf16,
+                           rb_pf *pf, float *kr, float *vt, rb_kblock *b)
 {
     b->kt = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
+    if (bf16) {
+        for (int c = 0; c < BC; c++) {
+            if (c % 16 == 0)
+                pf_step(pf);
+            for (int j = 0; j < d; j += 16)
+                _mm512_store_ps(kr + (size_t)c * (size_t)d + j,
+                                bf16_round(_mm512_loadu_ps(b->kr + (size_t)c * (size_t)d + j)));
+        }
+        b->kr = kr;
+    }
     if (!v)
         return;
     const float *vs = v + (size_t)c0 * (size_t)d;
-    if ((uintptr_t)v % 64 == 0) {
+    if (!bf16 && (uintptr_t)v % 64 == 0) {
         b->vt = vs;
         return;
     }
     for (int c = 0; c < BC; c++) {
         if (c % 16 == 0)
             pf_step(pf);
-        for (int j = 0; j < d; j += 16)
-            _mm512_store_ps(vt + (size_t)c * (size_t)d + j,
-                            _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j));
+        for (int j = 0; j < d; j += 16) {
+            const __m512 x = _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j);
+            _mm512_store_ps(vt + (size_t)c * (size_t)d + j, bf16 ? bf16_round(x) : x);
+        }
     }
     b->vt = vt;
 }
@@ -515,9 +556,10 @@ static void rows32_layout(char *p, int64_t n, size_t dp, rb_rows32 *st)
  * are updated here (l, u, acc rescaled once when the max grows), l and u as 16 lane
  * partial sums each (64-byte aligned; rb_rows32). The max is taken over
  * the raw S (over -S when c2 < 0), so that no multiply precedes it. Returns 0 (and
- * zeroes S) when the row sees no key of the block, leaving it untouched. */
+ * zeroes S) when the row sees no key of the block, leaving it untouched. bf16: the p
+ * written to S (PV's weights) are rounded to bf16; l and u take them unrounded. */
 static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, float c2,
-                       float *m, float *l, float *u, float *acc, size_t dp)
+                       int bf16, float *m, float *l, float *u, float *acc, size_t dp)
 {
     __m512 x[BC / 16];
     __mmask16 mk[BC / 16];
@@ -572,7 +614,7 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
         const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp2_512_ps(t));
         ls = _mm512_add_ps(ls, p);
         us = _mm512_fmadd_ps(p, t, us);
-        _mm512_store_ps(S + 16 * w, p);
+        _mm512_store_ps(S + 16 * w, bf16 ? bf16_round(p) : p);
     }
     _mm512_store_ps(l, _mm512_add_ps(lv, ls));
     _mm512_store_ps(u, _mm512_add_ps(uv, us));
@@ -588,6 +630,7 @@ typedef struct {
     size_t dp;
     float c2;           /* scale * log2 e: scores in base-2 units */
     const rb_row *rows; /* nq rows sorted by position */
+    int bf16;           /* q (by the caller), k, v and p rounded to bf16 */
 } rb_call;
 
 /* block_rows_steps: the pf_steps to pace a prefetch over, for nr rows seeing a block
@@ -634,7 +677,8 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         for (int64_t r = g; r < ge; r++) {
             const int64_t i = r - s0, pos = c->rows[r].pos;
             const int masked = !(b->cnt == BC && b->kmax <= pos);
-            seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, st->m + i,
+            seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, c->bf16,
+                                st->m + i,
                                 st->l + 16 * i, st->u + 16 * i,
                                 st->acc + (size_t)i * st->dp, st->dp);
             pf_step(pf);
@@ -731,7 +775,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
             const int64_t c0 = k0 + b * BC;
             const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
             kblock_positions(c->k_pos, c0, cnt, kp + (size_t)b * BC, &kb[b]);
-            rb_kblock_pack(c->k, c->v, c0, cnt, d, (int)c->dp, NULL, kt + (size_t)b * d * BC,
+            rb_kblock_pack(c->k, c->v, c0, cnt, d, (int)c->dp, c->bf16, NULL,
+                           kt + (size_t)b * d * BC,
                            vt + (size_t)b * BC * c->dp, &kb[b]);
         }
 #pragma omp for schedule(static)
@@ -846,7 +891,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         rows32_reset(&st, c->nq);
         /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
          * (block_inplace_ok) */
-        const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
+        const int v_inplace = c->v && !c->bf16 && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
                 const int64_t c0 = b * BC;
@@ -867,14 +912,16 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                     const int64_t steps =
                         (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
                         (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
+                        (inplace && c->bf16 ? BC / 16 : 0) +
                         block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace);
                     pf.left = (int64_t)BC * c->d / 16 + 1;
                     pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
                 }
                 if (inplace)
-                    kblock_inplace(c->k, c->v, c0, c->d, &pf, vt, &blk);
+                    kblock_inplace(c->k, c->v, c0, c->d, c->bf16, &pf, kt, vt, &blk);
                 else
-                    rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, &pf, kt, vt, &blk);
+                    rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
+                                   &blk);
                 block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
             }
         }
@@ -887,19 +934,22 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
     }
 }
 
-/* rb_attn_tile_avx512: see rb_avx512.h. Rows are sorted by position first (an index,
- * q is not moved) so that masked and skipped blocks follow the causal structure
- * whatever the layout. Loop order by shape: few rows (nq <= KO_ROWS) against at least
- * twice as many keys run key-outer (K/V streamed once, the probe case); everything else
- * query-outer, in chunks of keys whose packed K fits KPACK_MAX floats. All scratch is
- * allocated once per call; RB_ENOMEM if that fails (state unchanged). */
-int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
-                        const float *v, const int64_t *k_pos, int64_t nk, int d,
-                        double scale, double *state)
+/* attn_tile: rb_attn_tile_avx512, or with bf16 the contract of
+ * rb_attn_tile_avx512_bf16fma. Rows are sorted by position first (an index, q is not
+ * moved; with bf16 a rounded copy of q is made) so that masked and skipped blocks
+ * follow the causal structure whatever the layout. Loop order by shape: few rows
+ * (nq <= KO_ROWS) against at least twice as many keys run key-outer (K/V streamed
+ * once, the probe case); everything else query-outer, in chunks of keys whose packed K
+ * fits KPACK_MAX floats. All scratch is allocated once per call; RB_ENOMEM if that
+ * fails (state unchanged). */
+static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                     const float *v, const int64_t *k_pos, int64_t nk, int d, double scale,
+                     int bf16, double *state)
 {
     if (nq <= 0 || nk <= 0 || d <= 0)
         return 0;
     int rc = 0;
+    float *qb = NULL;
     const int T = threads_max() > 0 ? threads_max() : 1;
     const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
     const int key_outer = nq <= KO_ROWS && nk >= 2 * nq;
@@ -918,7 +968,17 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
         rows[i].idx = i;
     }
     qsort(rows, (size_t)nq, sizeof *rows, row_cmp);
-    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows};
+    if (bf16) {
+        qb = malloc((size_t)nq * (size_t)d * sizeof *qb);
+        if (!qb) {
+            rc = RB_ENOMEM;
+            goto cleanup;
+        }
+        for (size_t i = 0; i < (size_t)nq * (size_t)d; i++)
+            qb[i] = bf16_round1(q[i]);
+        q = qb;
+    }
+    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows, bf16};
 
     if (key_outer) {
         const size_t per_thread = rows32_bytes(nq, dp) +
@@ -959,6 +1019,7 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
     }
 cleanup:
     free(rows);
+    free(qb);
     free(scr);
     free(kt);
     free(vt);
@@ -967,6 +1028,22 @@ cleanup:
     free(kb);
     free(qc);
     return rc;
+}
+
+/* rb_attn_tile_avx512: see rb_avx512.h. */
+int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
+                        const float *v, const int64_t *k_pos, int64_t nk, int d,
+                        double scale, double *state)
+{
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 0, state);
+}
+
+/* rb_attn_tile_avx512_bf16fma: see rb_avx512.h. */
+int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
+                                const float *k, const float *v, const int64_t *k_pos,
+                                int64_t nk, int d, double scale, double *state)
+{
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, state);
 }
 
 /* rb_attn_avx512_tiles: see rb_peak.h. One 64-key block (K^T and V packed as the

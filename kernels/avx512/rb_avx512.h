@@ -28,6 +28,17 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                              const float *k, const float *v, const int64_t *k_pos,
                              int64_t nk, int d, double scale, double *state);
 
+/* rb_attn_tile_avx512_bf16fma: the contract of rb_attn_tile_avx512_bf16 (q, k, p and
+ * v rounded to bf16, round to nearest even; products accumulated in fp32; softmax
+ * state in fp32, l and u from the unrounded p) computed by rb_attn_tile_avx512's
+ * loops with fp32 FMAs on the rounded values: a product of two bf16 values is exact
+ * in fp32, so only the order of the fp32 sums differs from VDPBF16PS. Needs what
+ * rb_attn_tile_avx512 needs. rb_attn_tile_avx512_bf16 takes it for probe shapes
+ * (see there), where the stream of K and V, not the products, bounds the time. */
+int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
+                                const float *k, const float *v, const int64_t *k_pos,
+                                int64_t nk, int d, double scale, double *state);
+
 /* rb_attn_bf16_path: which product path rb_attn_tile_avx512_bf16 takes in this process
  * (AMX-BF16 tiles where the CPU has them, the OS grants the tile state and
  * ROPEBENCH_BF16_AMX is not 0; VDPBF16PS otherwise), as a static string for the
