@@ -239,7 +239,8 @@ static void run_case(tparams *p, int have_bf16)
  *  - q, k: lse and H against the reference on bf16-rounded inputs at 1e-5 (1 + A/16),
  *    the fp32 bound (q and k left as they are move lse by ~1e-3 here);
  *  - v: q = 0, so every p is exactly 1 and the output is the mean of the rounded v
- *    (v = 1 + 3 * 2^-10 rounds to 1: unrounded the mean is off by 2.9e-3);
+ *    (v = 1 + 3 * 2^-10 rounds to 1: unrounded the mean is off by 2.9e-3), with v
+ *    64-byte aligned (read in place, rounded as PV loads it) and not (copied);
  *  - p: two scores, 0 and -0.296875 (1 row, 31 keys at 0); the output picks v of the
  *    second key, so it is bf16(e^-0.296875) / (31 + e^-0.296875) (p used unrounded:
  *    off by 1.7e-3 relative). */
@@ -286,21 +287,28 @@ static void probe_rounding(void)
         }
         check(rc == 0, "bf16 probe path: returned %d", rc);
 
-        /* v: uniform attention over the rounded v */
+        /* v: uniform attention over the rounded v, read from a 64-byte aligned buffer
+         * (the fp32 loop reads such rows in place) and from one 16 bytes past it (copied) */
         for (int i = 0; i < NQ * D; i++)
             qb[i] = 0.0f;
-        for (int i = 0; i < NK * D; i++)
-            vb[i] = 1.0f + 3.0f * 0x1p-10f;
-        rb_state_init(st, NQ, D);
-        rc = rb_attn_tile_avx512_bf16(qb, qp, NQ, k, vb, kp, NK, D, scale, st);
-        rb_state_finalize(st, NQ, D, NULL, NULL, out);
-        double worst = 0;
-        for (int i = 0; i < NQ * D; i++)
-            worst = fmax(worst, fabs(out[i] - 1.0));
-        check(rc == 0 && worst <= 1e-6,
-              "bf16 probe path, %d threads: v = 1 + 3*2^-10 (bf16: 1) gives outputs off 1 by "
-              "%.3g (want <= 1e-6)",
-              threads, worst);
+        float *vbuf = rb_kernels_alloc(((size_t)NK * D + 4) * sizeof(float));
+        for (int off = 0; off <= 4 && vbuf; off += 4) {
+            float *vu = vbuf + off;
+            for (int i = 0; i < NK * D; i++)
+                vu[i] = 1.0f + 3.0f * 0x1p-10f;
+            rb_state_init(st, NQ, D);
+            rc = rb_attn_tile_avx512_bf16(qb, qp, NQ, k, vu, kp, NK, D, scale, st);
+            rb_state_finalize(st, NQ, D, NULL, NULL, out);
+            double worst = 0;
+            for (int i = 0; i < NQ * D; i++)
+                worst = fmax(worst, fabs(out[i] - 1.0));
+            check(rc == 0 && worst <= 1e-6,
+                  "bf16 probe path, %d threads, v %s: v = 1 + 3*2^-10 (bf16: 1) gives outputs "
+                  "off 1 by %.3g (want <= 1e-6)",
+                  threads, off ? "unaligned" : "64-byte aligned", worst);
+        }
+        check(vbuf != NULL, "bf16 probe path: out of memory");
+        free(vbuf);
         for (int i = 0; i < NQ * D; i++)
             qb[i] = bf16_round(q[i]);
 

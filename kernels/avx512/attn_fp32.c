@@ -127,6 +127,8 @@ typedef struct {
                        * the caller's rows, whole block and dp = d); NULL without V */
     int cnt;          /* valid keys, 1..BC */
     int64_t kmin, kmax;
+    int vrnd;         /* 1: vt holds unrounded values in place, rounded to bf16 as PV
+                       * loads them */
 } rb_kblock;
 
 /* kblock_positions: kp[0..BC) from k_pos[c0..c0 + cnt) (INT64_MAX past cnt), and the
@@ -207,21 +209,25 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
     b->kt = kt;
     b->kr = NULL;
     b->vt = v ? vt : NULL;
+    b->vrnd = 0;
 }
 
 /* kblock_inplace: a whole block (BC keys from c0, d a multiple of 16, so dp = d) whose
  * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
  * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
  * the K transposes and their stores, which for the few rows that see a late probe
- * block cost more than qk_lane's horizontal sums. bf16: both are copied instead, K
- * rows into kr (BC * d floats) and V rows into vt, every value rounded to bf16. One
- * pf_step per 16 rows copied (per 16 key rows and per 16 v rows). */
+ * block cost more than qk_lane's horizontal sums. bf16: the K rows are copied into kr
+ * (BC * d floats) rounded to bf16 (qk_lane reads each of them once per row); V rows
+ * read in place are marked b->vrnd, so that PV rounds them as it loads them (once per
+ * row group), and V rows copied are rounded in the copy. One pf_step per 16 rows
+ * copied (key rows with bf16, v rows when not aligned). */
 static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, int bf16,
                            rb_pf *pf, float *kr, float *vt, rb_kblock *b)
 {
     b->kt = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
+    b->vrnd = 0;
     if (bf16) {
         for (int c = 0; c < BC; c++) {
             if (c % 16 == 0)
@@ -235,8 +241,9 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, in
     if (!v)
         return;
     const float *vs = v + (size_t)c0 * (size_t)d;
-    if (!bf16 && (uintptr_t)v % 64 == 0) {
+    if ((uintptr_t)v % 64 == 0) {
         b->vt = vs;
+        b->vrnd = bf16;
         return;
     }
     for (int c = 0; c < BC; c++) {
@@ -357,9 +364,10 @@ static void qk_run(const float *const *qr, int R, const float *kt, int d, float 
 /* acc[r][0 .. 16*NV) += sum_c P[r][c] * vt[c][0 .. 16*NV) for R rows (acc row stride dp,
  * P row stride BC), cnt keys of a packed block (vt row stride dp, aligned). With one
  * row, even and odd keys go to separate accumulators (8 FMA chains, not 4).
- * One pf_step (pf may be NULL) per 16 keys, outside the inner loop. */
-RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, size_t dp,
-                   int cnt, float *acc, rb_pf *pf)
+ * One pf_step (pf may be NULL) per 16 keys, outside the inner loop. RND: the v values
+ * are rounded to bf16 as they are loaded. */
+RB_AI void pv_tile(const int R, const int NV, const int RND, const float *P, const float *vt,
+                   size_t dp, int cnt, float *acc, rb_pf *pf)
 {
     __m512 a[RG][4], e[4];
 #pragma GCC unroll 12
@@ -380,8 +388,14 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
                 const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
 #pragma GCC unroll 4
                 for (int w = 0; w < NV; w++) {
-                    a[0][w] = _mm512_fmadd_ps(p0, _mm512_load_ps(vr + 16 * w), a[0][w]);
-                    e[w] = _mm512_fmadd_ps(p1, _mm512_load_ps(vr + dp + 16 * w), e[w]);
+                    __m512 x0 = _mm512_load_ps(vr + 16 * w);
+                    __m512 x1 = _mm512_load_ps(vr + dp + 16 * w);
+                    if (RND) {
+                        x0 = bf16_round(x0);
+                        x1 = bf16_round(x1);
+                    }
+                    a[0][w] = _mm512_fmadd_ps(p0, x0, a[0][w]);
+                    e[w] = _mm512_fmadd_ps(p1, x1, e[w]);
                 }
             }
         }
@@ -389,8 +403,11 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
             const float *vr = vt + (size_t)c * dp;
             __m512 x[4];
 #pragma GCC unroll 4
-            for (int w = 0; w < NV; w++)
+            for (int w = 0; w < NV; w++) {
                 x[w] = _mm512_load_ps(vr + 16 * w);
+                if (RND)
+                    x[w] = bf16_round(x[w]);
+            }
 #pragma GCC unroll 12
             for (int r = 0; r < R; r++) {
                 const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
@@ -417,16 +434,16 @@ RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, s
 RB_AI int pv_nv(int R) { return R <= 6 ? 4 : 2; }
 
 /* pv_rows: acc[r][0..dp) += P[r] . V over cnt keys: passes of 16 * pv_nv(R) dims, then 16
- * at a time for the rest of dp. */
-RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int cnt,
-                   float *acc, rb_pf *pf)
+ * at a time for the rest of dp; RND as in pv_tile. */
+RB_AI void pv_rows(const int R, const int RND, const float *P, const float *vt, size_t dp,
+                   int cnt, float *acc, rb_pf *pf)
 {
     const int NV = pv_nv(R);
     size_t j0 = 0;
     for (; j0 + 16 * (size_t)NV <= dp; j0 += 16 * (size_t)NV)
-        pv_tile(R, NV, P, vt + j0, dp, cnt, acc + j0, pf);
+        pv_tile(R, NV, RND, P, vt + j0, dp, cnt, acc + j0, pf);
     for (; j0 < dp; j0 += 16)
-        pv_tile(R, 1, P, vt + j0, dp, cnt, acc + j0, pf);
+        pv_tile(R, 1, RND, P, vt + j0, dp, cnt, acc + j0, pf);
 }
 
 /* pv_steps: the pf_steps pv_rows takes for R rows, dp dims and cnt keys (one per 16
@@ -443,14 +460,20 @@ static int64_t pv_steps_rows(int64_t nr, size_t dp, int cnt)
     return nr / RG * pv_steps(RG, dp, cnt) + (nr % RG ? pv_steps((int)(nr % RG), dp, cnt) : 0);
 }
 
-/* pv_run: pv_rows with the row count made a constant; one pf_step (pf may be NULL) per
- * 16 keys of each pass (pv_steps). */
-static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, float *acc,
-                   rb_pf *pf)
+/* pv_run: pv_rows with the row count and rnd (v rounded to bf16 as it is loaded) made
+ * constants; one pf_step (pf may be NULL) per 16 keys of each pass (pv_steps). */
+static void pv_run(int R, int rnd, const float *P, const float *vt, size_t dp, int cnt,
+                   float *acc, rb_pf *pf)
 {
-#define PV_R(RR) pv_rows(RR, P, vt, dp, cnt, acc, pf)
-    RB_ROW_CASES(PV_R)
+#define PV_R(RR) pv_rows(RR, 0, P, vt, dp, cnt, acc, pf)
+#define PV_RND(RR) pv_rows(RR, 1, P, vt, dp, cnt, acc, pf)
+    if (rnd) {
+        RB_ROW_CASES(PV_RND)
+    } else {
+        RB_ROW_CASES(PV_R)
+    }
 #undef PV_R
+#undef PV_RND
 }
 
 /* sum16: the 16 horizontal sums of a[0..16) as one vector, lane i = the sum of the
@@ -689,7 +712,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
         if (b->vt && (any[grp / 64] >> (grp % 64) & 1u))
-            pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
+            pv_run(R, b->vrnd, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp, pf);
         pf_step(pf);
     }
@@ -891,7 +914,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         rows32_reset(&st, c->nq);
         /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
          * (block_inplace_ok) */
-        const int v_inplace = c->v && !c->bf16 && (uintptr_t)c->v % 64 == 0;
+        const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
                 const int64_t c0 = b * BC;
@@ -1068,7 +1091,7 @@ double rb_attn_avx512_tiles(int64_t iters, float seed)
         qr[r] = q + r * D;
     for (int64_t it = 0; it < iters; it++) {
         qk_run(qr, RG, kt, D, S);
-        pv_run(RG, S, vt, D, BC, acc, NULL);
+        pv_run(RG, 0, S, vt, D, BC, acc, NULL);
         __asm__ volatile("" : : "r"(S), "r"(acc) : "memory");
     }
     double sum = 0.0;
