@@ -634,10 +634,10 @@ static int job_cmp(const void *a, const void *b)
  *    parallel (extra memory about 4 nk d bytes); query blocks of QB_GROUPS*GR rows
  *    go to threads largest visible work first (dynamic), each sweeping the key
  *    sub-blocks its rows can see, fully masked (group, sub-block) pairs skipped;
- *  - stream mode (nq <= STREAM_MAX_ROWS): the keys are split into one range per thread by equal visible
- *    work; each thread packs one key block at a time and runs every row against it
- *    while it is in cache, so K/V are read once; the per-thread states are merged
- *    in thread order.
+ *  - stream mode (nq <= STREAM_MAX_ROWS): the keys are split into one range per
+ *    thread by equal visible work; each thread packs one key block at a time and
+ *    runs every row against it while it is in cache, so K/V are read once; the
+ *    per-thread states are merged in thread order.
  * Results do not depend on which thread ran a block; in stream mode they depend on
  * the thread count through the order of the final merges (rounding only). Rows
  * with no visible key stay untouched. Returns 0 or RB_ENOMEM. */

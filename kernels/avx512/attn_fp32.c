@@ -701,8 +701,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
             const int64_t i = r - s0, pos = c->rows[r].pos;
             const int masked = !(b->cnt == BC && b->kmax <= pos);
             seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, c->bf16,
-                                st->m + i,
-                                st->l + 16 * i, st->u + 16 * i,
+                                st->m + i, st->l + 16 * i, st->u + 16 * i,
                                 st->acc + (size_t)i * st->dp, st->dp);
             pf_step(pf);
         }
@@ -799,8 +798,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
             const int cnt = (int)(k0 + nkc - c0 < BC ? k0 + nkc - c0 : BC);
             kblock_positions(c->k_pos, c0, cnt, kp + (size_t)b * BC, &kb[b]);
             rb_kblock_pack(c->k, c->v, c0, cnt, d, (int)c->dp, c->bf16, NULL,
-                           kt + (size_t)b * d * BC,
-                           vt + (size_t)b * BC * c->dp, &kb[b]);
+                           kt + (size_t)b * d * BC, vt + (size_t)b * BC * c->dp, &kb[b]);
         }
 #pragma omp for schedule(static)
         for (int64_t qb = 0; qb < nqb; qb++) {

@@ -33,8 +33,10 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
  * state in fp32, l and u from the unrounded p) computed by rb_attn_tile_avx512's
  * loops with fp32 FMAs on the rounded values: a product of two bf16 values is exact
  * in fp32, so only the order of the fp32 sums differs from VDPBF16PS. Needs what
- * rb_attn_tile_avx512 needs. rb_attn_tile_avx512_bf16 takes it for probe shapes
- * (see there), where the stream of K and V, not the products, bounds the time. */
+ * rb_attn_tile_avx512 needs; v may be NULL as there. Inputs are taken to be finite (a
+ * NaN whose payload lies in the low 16 bits would round to infinity).
+ * rb_attn_tile_avx512_bf16 takes it for probe shapes (see there), where the stream of
+ * K and V, not the products, bounds the time. */
 int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
                                 const float *k, const float *v, const int64_t *k_pos,
                                 int64_t nk, int d, double scale, double *state);
