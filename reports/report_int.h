@@ -17,7 +17,7 @@ typedef struct {
     size_t n;
 } rp_attrs;
 
-enum { RP_T_SETUP, RP_T_COMPUTE, RP_T_COMM, RP_T_MERGE, RP_T_TOTAL, RP_T_COUNT };
+enum { RP_T_SETUP, RP_T_COMPUTE, RP_T_COMM, RP_T_MERGE, RP_T_TOTAL, RP_T_METRICS, RP_T_COUNT };
 
 /* Metric tables of a case (docs/metrics.md): each is a group of equally long 1-D
  * datasets read as columns of doubles. Columns whose name starts with '=' are derived
@@ -105,6 +105,9 @@ typedef struct {
     /* timings: min, median, max across ranks, per RP_T_* (NaN if absent) */
     double tmin[RP_T_COUNT], tmed[RP_T_COUNT], tmax[RP_T_COUNT];
     int64_t timing_ranks;
+    /* the metrics' cost: max over ranks of (compute_s + metrics_s) over max over ranks
+     * of compute_s (NaN without both timings, or where every compute_s is 0) */
+    double metrics_cost;
     rp_tab tab[RP_TAB_COUNT];
     /* pair_share/share [share_bins][share_pairs] and its bin distances (probe) */
     double *share, *share_dist;

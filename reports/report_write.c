@@ -73,7 +73,8 @@ static void write_tput(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"case", "kernel", "dtype", "threads/rank",
                                  "compute s (slowest rank)", "GFLOP/s", "% of FMA peak",
-                                 "K/V GB/s (probe)", "% of triad"};
+                                 "K/V GB/s (probe)", "% of triad",
+                                 "metrics on / off (× compute)"};
     const int ncol = (int)(sizeof cols / sizeof cols[0]);
     if (count_complete(f) == 0)
         return;
@@ -86,7 +87,10 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         fprintf(o, "This file holds no peak measurements: the %% columns are n/a. ");
     fprintf(o, "GFLOP/s counts 4·d FLOP per visible (query, key) pair (the case's `flops` "
                "attribute) over the slowest rank's compute time; probe cases also show the "
-               "K/V bytes streamed once per head.%s",
+               "K/V bytes streamed once per head. Metrics on / off is what the case's metrics "
+               "cost on top of its attention, as the slowest rank sets both: the largest "
+               "compute + metrics seconds of a rank over the largest compute seconds (the "
+               "`timing/compute_s` and `timing/metrics_s` datasets).%s",
             html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
@@ -99,10 +103,10 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         fprintf(o, html ? "<tr>" : "|");
         for (int j = 0; j < 3; j++)
             rp_cell_text(o, html, cells[j]);
-        double nums[6] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
-                          t.pct_triad};
-        static const char *fmts[6] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f"};
-        for (int j = 0; j < 6; j++)
+        double nums[7] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
+                          t.pct_triad, c->metrics_cost};
+        static const char *fmts[7] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f", "%.2f"};
+        for (int j = 0; j < 7; j++)
             rp_cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }
@@ -116,7 +120,7 @@ static void write_cases(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"case", "method", "factor", "seq_len", "mode", "dataset",
                                  "rows", "mean entropy (nats)", "mean lse", "compute s",
-                                 "comm wait s", "merge s", "total s"};
+                                 "comm wait s", "merge s", "total s", "metrics s"};
     char b[256];
     fprintf(o, html ? "<h2>Cases</h2>\n<p>" : "\n## Cases\n\n");
     if (f->ncases == 0) {

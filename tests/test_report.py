@@ -226,6 +226,37 @@ def check_tables(md, path):
     return shown
 
 
+def check_metrics_cost(md, path):
+    """The throughput table's metrics on / off column against the file's timings: per
+    case, max over ranks of compute_s + metrics_s over max over ranks of compute_s (n/a
+    without them). Returns how many cases had a value."""
+    if "\n## Throughput\n" not in md:  # (not "## Throughput: ropebench bench")
+        return 0
+    tab = md_table("## Throughput\n" + md.split("\n## Throughput\n", 1)[1], "## Throughput")
+    if tab is None or not tab[0]:
+        return 0
+    head, rows = tab
+    col = "metrics on / off (× compute)"
+    if col not in head:
+        fail("throughput table: no %r column: %s" % (col, head))
+        return 0
+    j = head.index(col)
+    n = 0
+    with h5py.File(path, "r") as f:
+        for r in rows:
+            c = f["cases"][r[0]]
+            want = None
+            if "timing/metrics_s" in c and "timing/compute_s" in c:
+                cs = np.asarray(c["timing/compute_s"], np.float64)
+                ms = np.asarray(c["timing/metrics_s"], np.float64)
+                if cs.shape == ms.shape and np.max(cs) > 0 and np.all(np.isfinite(ms)):
+                    want = float(np.max(cs + ms) / np.max(cs))
+                    n += 1
+            if not close(r[j], want, rel=6e-3):
+                fail("throughput %s: metrics on / off %s, expected %s" % (r[0], r[j], want))
+    return n
+
+
 def check_bench(md, path):
     """The ropebench bench throughput table against /bench (False if the file has none)."""
     with h5py.File(path, "r") as f:
@@ -310,9 +341,10 @@ def check_content(cmd, work, label, path, ntables=None):
         if ("### " + heading in md) != (heading in html):
             fail("%s: %s in one of report.md / report.html only" % (label, heading))
     b = check_bench(md, path)
+    nm = check_metrics_cost(md, path)
     svgs = check_svgs(md, html, out, path)
-    print("ok   %s: %d metric tables, %sbench table, %d SVGs" % (label, n, "" if b else "no ",
-                                                               len(svgs)))
+    print("ok   %s: %d metric tables, %sbench table, %d SVGs, %d metrics-cost cells" %
+          (label, n, "" if b else "no ", len(svgs), nm))
     return md, html, svgs
 
 
@@ -420,6 +452,10 @@ def main():
             fail("case throughput table lacks %% of FMA peak or the probe case: %s" % head)
         elif not (close(row[0][5], 165.0) and close(row[0][6], 100 * 165.0 / 210.0)):
             fail("case throughput row %s: expected 165 GFLOP/s, 78.6 %% of peak" % row[0])
+        # metrics on / off: rank 0's 0.01 + 0.05 over rank 1's 0.02; not the largest
+        # times added up ((0.02 + 0.05) / 0.02), nor rank 0's own ratio (6)
+        elif not close(row[0][9], 3.0, rel=1e-9):
+            fail("case throughput row %s: expected metrics on / off 3.00" % row[0])
 
     # --- a bench-only file (root format attributes and /bench, no cases) ----------------
     bench_only = os.path.join(work, "bench-only.h5")
