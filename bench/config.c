@@ -1,8 +1,6 @@
-/* config.c — study configuration: the key table, INI parsing (libinih), --set
- * overrides, typed validation with one-line errors, and the resolved INI text. */
+/* config.c — study configuration: the key table, INI parsing, --set overrides, typed validation with one-line errors, and the resolved INI text. */
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +63,9 @@ static const rb_key RB_KEYS[] = {
 typedef struct {
     const char *file;
     char *val[RB_NKEYS];
-    int seen[RB_NKEYS];
+    long line[RB_NKEYS]; /* the file line that set the key; 0: default; -1: --set */
     char *err;
     size_t errlen;
-    int failed;
 } rb_ini_ctx;
 
 static int key_index(const char *section, const char *key)
@@ -95,41 +92,7 @@ static int set_value(char **slot, const char *v)
     return RB_OK;
 }
 
-/* inih callback: one (section, key, value); returns 0 to stop on the first error. */
-static int config_on_key(void *user, const char *section, const char *name,
-                       const char *value)
-{
-    rb_ini_ctx *c = user;
-    if (c->failed) return 0;
-    if (!name) return 1; /* section header alone */
-    int i = key_index(section, name);
-    if (i < 0) {
-        if (!section_known(section))
-            rb_errf(c->err, c->errlen, RB_EINVAL, "%s: unknown section [%s] (key %s)",
-                    c->file, section, name);
-        else
-            rb_errf(c->err, c->errlen, RB_EINVAL, "%s: unknown key %s.%s", c->file,
-                    section, name);
-        c->failed = 1;
-        return 0;
-    }
-    if (c->seen[i]) {
-        rb_errf(c->err, c->errlen, RB_EINVAL, "%s: key %s.%s given twice", c->file,
-                section, name);
-        c->failed = 1;
-        return 0;
-    }
-    c->seen[i] = 1;
-    if (set_value(&c->val[i], value) != RB_OK) {
-        rb_errf(c->err, c->errlen, RB_ENOMEM, "out of memory reading %s", c->file);
-        c->failed = 1;
-        return 0;
-    }
-    return 1;
-}
-
-/* ---- typed parsing helpers: each names the key in its message ---------------------- */
-
+/* Whitespace, as the INI reader and --set trim it. */
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s)) s++;
@@ -138,13 +101,126 @@ static char *trim(char *s)
     return s;
 }
 
+/* One "key = value" of section sec at file line ln into the key table. */
+static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char *value,
+                   long ln)
+{
+    int i = key_index(sec, name);
+    if (i < 0) {
+        if (!section_known(sec))
+            return rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: unknown section [%s] (key %s)",
+                           c->file, ln, sec, name);
+        return rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: unknown key %s.%s", c->file, ln,
+                       sec, name);
+    }
+    if (c->line[i] > 0)
+        return rb_errf(c->err, c->errlen, RB_EINVAL,
+                       "%s:%ld: key %s.%s given twice (first on line %ld)", c->file, ln, sec,
+                       name, c->line[i]);
+    c->line[i] = ln;
+    if (set_value(&c->val[i], value) != RB_OK)
+        return rb_errf(c->err, c->errlen, RB_ENOMEM, "out of memory reading %s", c->file);
+    return RB_OK;
+}
+
+/* Read an INI study file: "[section]" headers and "key = value" (or "key: value")
+ * lines, of any length; comments are lines whose first non-blank character is ';' or
+ * '#', and the rest of a line from a ';' or '#' that follows a blank; a UTF-8 byte order
+ * mark and CR line ends are allowed. The first error, with its line, is the error. */
+static int ini_read(rb_ini_ctx *c, FILE *f)
+{
+    char *buf = NULL, sec[128] = "";
+    size_t cap = 0;
+    long ln = 0;
+    int rc = RB_OK;
+    ssize_t len;
+    errno = 0;
+    while ((len = getline(&buf, &cap, f)) >= 0) {
+        ln++;
+        if ((size_t)len != strlen(buf)) {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: NUL byte in the line",
+                         c->file, ln);
+            goto cleanup;
+        }
+        char *t = buf;
+        if (ln == 1 && (unsigned char)t[0] == 0xEF && (unsigned char)t[1] == 0xBB &&
+            (unsigned char)t[2] == 0xBF)
+            t += 3;
+        t = trim(t);
+        if (!*t || *t == ';' || *t == '#')
+            continue;
+        for (char *p = t + 1; *p; p++) /* an inline comment */
+            if ((*p == ';' || *p == '#') && isspace((unsigned char)p[-1])) {
+                *p = '\0';
+                break;
+            }
+        t = trim(t);
+        if (*t == '[') {
+            char *e = strchr(t, ']');
+            if (!e || e[1]) {
+                rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: %s", c->file, ln,
+                             !e ? "section header without its closing ']'"
+                                : "text after the section header's ']'");
+                goto cleanup;
+            }
+            *e = '\0';
+            char *name = trim(t + 1);
+            if (!*name || strlen(name) >= sizeof sec) {
+                rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: section name %s", c->file,
+                             ln, *name ? "too long" : "empty");
+                goto cleanup;
+            }
+            snprintf(sec, sizeof sec, "%s", name);
+            continue;
+        }
+        char *eq = strpbrk(t, "=:");
+        if (!eq) {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL,
+                         "%s:%ld: syntax error (expected [section] or key = value)", c->file,
+                         ln);
+            goto cleanup;
+        }
+        *eq = '\0';
+        char *name = trim(t), *value = trim(eq + 1);
+        if (!*name) {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: a value without a key",
+                         c->file, ln);
+            goto cleanup;
+        }
+        if (!*sec) {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL,
+                         "%s:%ld: key %s before any [section]", c->file, ln, name);
+            goto cleanup;
+        }
+        if ((rc = ini_key(c, sec, name, value, ln)))
+            goto cleanup;
+        errno = 0;
+    }
+    if (ferror(f))
+        rc = rb_errf(c->err, c->errlen, RB_EIO, "%s: cannot read config: %s", c->file,
+                     strerror(errno ? errno : EIO));
+cleanup:
+    free(buf);
+    return rc;
+}
+
+/* ---- typed parsing helpers: each names the key in its message ---------------------- */
+
+/* Copy s into buf[n]; 0 if it did not fit (a value longer than any valid one). */
+static int fits(char *buf, size_t n, const char *s)
+{
+    return snprintf(buf, n, "%s", s) < (int)n;
+}
+
 #define KEYNAME(i) RB_KEYS[i].section, RB_KEYS[i].key
 
 static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
                      char *err, size_t errlen)
 {
     char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
+    if (!fits(buf, sizeof buf, s))
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not an integer (too long)",
+                       KEYNAME(i), s);
     char *t = trim(buf), *end = NULL;
     errno = 0;
     long long v = strtoll(t, &end, 10);
@@ -169,7 +245,9 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
                      size_t errlen)
 {
     char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
+    if (!fits(buf, sizeof buf, s))
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not a number (too long)",
+                       KEYNAME(i), s);
     char *t = trim(buf), *end = NULL;
     errno = 0;
     double v = strtod(t, &end);
@@ -186,7 +264,9 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
 static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
 {
     char buf[16];
-    snprintf(buf, sizeof buf, "%s", s);
+    if (!fits(buf, sizeof buf, s))
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not a boolean (true|false)",
+                       KEYNAME(i), s);
     char *t = trim(buf);
     for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
     if (!strcmp(t, "true") || !strcmp(t, "yes") || !strcmp(t, "on") || !strcmp(t, "1"))
@@ -323,8 +403,7 @@ static int parse_f64_or(const char *s, int i, const char *word, double dflt, dou
                         double hi, double *out, char *err, size_t errlen)
 {
     char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    if (!strcmp(trim(buf), word)) {
+    if (fits(buf, sizeof buf, s) && !strcmp(trim(buf), word)) {
         *out = dflt;
         return RB_OK;
     }
@@ -410,10 +489,10 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     c->head_dim = (int)x;
     {
         char b[32];
-        snprintf(b, sizeof b, "%s", V("model", "rotary_dim"));
-        if (!strcmp(trim(b), "auto")) x = c->head_dim;
-        else if ((rc = parse_i64(b, K("model", "rotary_dim"), 2, c->head_dim, &x, err,
-                                 errlen)))
+        if (fits(b, sizeof b, V("model", "rotary_dim")) && !strcmp(trim(b), "auto"))
+            x = c->head_dim;
+        else if ((rc = parse_i64(V("model", "rotary_dim"), K("model", "rotary_dim"), 2,
+                                 c->head_dim, &x, err, errlen)))
             return rc;
         if (x % 2)
             return rb_errf(err, errlen, RB_EINVAL, "model.rotary_dim = %lld: must be even",
@@ -550,18 +629,18 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     c->shard_layout = (rb_shard_layout)tmp[0];
     {
         char b[32];
-        snprintf(b, sizeof b, "%s", V("study", "dtype"));
+        const int ok = fits(b, sizeof b, V("study", "dtype"));
         char *t = trim(b);
-        if (strcmp(t, "fp32") && strcmp(t, "bf16"))
+        if (!ok || (strcmp(t, "fp32") && strcmp(t, "bf16")))
             return rb_errf(err, errlen, RB_EINVAL,
                            "study.dtype = '%s': unknown (choose from fp32, bf16)", t);
         snprintf(c->dtype, sizeof c->dtype, "%s", t);
     }
     {
         char b[32];
-        snprintf(b, sizeof b, "%s", V("study", "threads"));
-        if (!strcmp(trim(b), "auto")) x = 0;
-        else if ((rc = parse_i64(b, K("study", "threads"), 1, 1024, &x, err, errlen)))
+        if (fits(b, sizeof b, V("study", "threads")) && !strcmp(trim(b), "auto")) x = 0;
+        else if ((rc = parse_i64(V("study", "threads"), K("study", "threads"), 1, 1024, &x,
+                                 err, errlen)))
             return rc;
         c->threads = (int)x;
     }
@@ -698,28 +777,16 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
                          strerror(errno));
             goto cleanup;
         }
-        int line = ini_parse_file(f, config_on_key, &ctx);
-        int read_error = ferror(f);
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+            fclose(f);
+            rc = rb_errf(err, errlen, RB_EINVAL, "%s: cannot read config: is a directory",
+                         path);
+            goto cleanup;
+        }
+        rc = ini_read(&ctx, f);
         fclose(f);
-        if (read_error) {
-            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config", path);
-            goto cleanup;
-        }
-        if (ctx.failed) {
-            /* prefix the line number inih reports */
-            char tmp[512];
-            snprintf(tmp, sizeof tmp, "%s", err ? err : "");
-            const char *rest = strncmp(tmp, path, strlen(path)) == 0
-                                   ? tmp + strlen(path) + 2 : tmp;
-            rc = rb_errf(err, errlen, RB_EINVAL, "%s:%d: %s", path, line, rest);
-            goto cleanup;
-        }
-        if (line != 0) {
-            rc = rb_errf(err, errlen, RB_EINVAL,
-                         "%s:%d: syntax error (expected [section] or key = value)", path,
-                         line);
-            goto cleanup;
-        }
+        if (rc) goto cleanup;
     }
 
     for (int s = 0; s < n_sets; s++) {
@@ -737,10 +804,37 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
             rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: unknown key", sec, key);
             goto cleanup;
         }
-        if ((rc = set_value(&ctx.val[i], eq + 1))) goto cleanup;
+        char *val = strdup(eq + 1);
+        if (!val) {
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
+            goto cleanup;
+        }
+        rc = set_value(&ctx.val[i], trim(val));
+        free(val);
+        if (rc) goto cleanup;
+        ctx.line[i] = -1;
     }
 
-    if ((rc = convert(cfg, ctx.val, err, errlen))) goto cleanup;
+    if ((rc = convert(cfg, ctx.val, err, errlen))) {
+        /* a value from the file: say where (the message starts with its key's name) */
+        int best = -1;
+        size_t blen = 0;
+        for (int i = 0; err && i < RB_NKEYS; i++) {
+            char kn[96];
+            size_t n = (size_t)snprintf(kn, sizeof kn, "%s.%s", RB_KEYS[i].section,
+                                        RB_KEYS[i].key);
+            if (n > blen && strncmp(err, kn, n) == 0 && strchr(" :=", err[n])) {
+                best = i;
+                blen = n;
+            }
+        }
+        if (best >= 0 && ctx.line[best] > 0) {
+            char tmp[1024];
+            snprintf(tmp, sizeof tmp, "%s", err);
+            rb_errf(err, errlen, rc, "%s:%ld: %s", path, ctx.line[best], tmp);
+        }
+        goto cleanup;
+    }
     cfg->text = render_text(ctx.val);
     if (!cfg->text) rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
 cleanup:

@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config git
       openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
-      libopenblas-dev libhwloc-dev libinih-dev librandom123-dev libmpfr-dev
+      libopenblas-dev libhwloc-dev librandom123-dev libmpfr-dev
       gnuplot-nox python3 python3-numpy python3-h5py)
 missing=()
 for p in "${PKGS[@]}"; do

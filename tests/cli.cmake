@@ -11,6 +11,16 @@ file(WRITE ${RB_WORK}/unknown_section.ini "[modle]\nhead_dim = 64\n")
 file(WRITE ${RB_WORK}/twice.ini "[model]\nhead_dim = 64\nhead_dim = 32\n")
 file(WRITE ${RB_WORK}/syntax.ini "[model]\nhead_dim = 64\nthis line is not ini\n")
 file(WRITE ${RB_WORK}/not_a_results.h5 "this is text, not HDF5\n")
+file(WRITE ${RB_WORK}/value_line.ini "[model]\n\nhead_dim = 65\n")
+file(WRITE ${RB_WORK}/syntax_first.ini "[model]\nfoo\n[scaling]\nbogus = 1\n")
+file(WRITE ${RB_WORK}/unterminated.ini "[scaling\nfactor = 2\n")
+file(WRITE ${RB_WORK}/no_section.ini "head_dim = 64\n")
+# lines of any length: a 300-character comment must not spill into a key, and longrope's
+# 64 factors fit on one line each; comments after a value, "key: value", CR line ends
+string(REPEAT "x" 300 _rb_x)
+string(REPEAT "1.0," 63 _rb_f)
+file(WRITE ${RB_WORK}/long_lines.ini "# ${_rb_x} head_dim = 32\n[model]\r\nhead_dim: 128 ; a comment\n"
+  "[scaling]\nmethods = longrope\nshort_factor = ${_rb_f}1.0\nlong_factor = ${_rb_f}2.0\n")
 
 # rb_cli_error(name rc regex args...) — `ropebench args...` must fail with exit rc and
 # one 'ropebench:' line matching regex.
@@ -26,6 +36,14 @@ rb_cli_error(unknown_key 2 "unknown_key.ini:3: unknown key study.foo" ${R} -c ${
 rb_cli_error(unknown_section 2 "unknown section \\[modle\\]" ${R} -c ${RB_WORK}/unknown_section.ini)
 rb_cli_error(key_twice 2 "model.head_dim given twice" ${R} -c ${RB_WORK}/twice.ini)
 rb_cli_error(syntax 2 "syntax.ini:3: syntax error" ${R} -c ${RB_WORK}/syntax.ini)
+rb_cli_error(value_line 2 "value_line.ini:3: model.head_dim = 65: must be even" ${R} -c ${RB_WORK}/value_line.ini)
+rb_cli_error(syntax_first 2 "syntax_first.ini:2: syntax error" ${R} -c ${RB_WORK}/syntax_first.ini)
+rb_cli_error(unterminated 2 "unterminated.ini:1: section header without its closing" ${R} -c ${RB_WORK}/unterminated.ini)
+rb_cli_error(no_section 2 "no_section.ini:1: key head_dim before any \\[section\\]" ${R} -c ${RB_WORK}/no_section.ini)
+rb_cli_error(value_too_long 2 "model.head_dim = '64 .*not an integer \\(too long\\)" ${R} "--set=model.head_dim=64                                                                    garbage")
+rb_add_test(NAME cli_long_lines COMMAND ${R} -c ${RB_WORK}/long_lines.ini)
+set_tests_properties(cli_long_lines PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "head_dim = 128\n.*short_factor = (1\\.0,)+1\\.0\nlong_factor = (1\\.0,)+2\\.0\n")
 rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
 rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})
 rb_cli_error(set_unknown 2 "--set model.hed_dim: unknown key" ${R} --set model.hed_dim=64)
