@@ -100,6 +100,18 @@ rb_cli_error(af_twice 2 "scaling.attention_factor: 'auto' listed twice" ${R}
 rb_add_test(NAME e2e_attention_factor_list COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/attention_factor.py ${RB_WORK}/af ${RB_EXE} ${RB_SMALL}
   -- ${RB_MPIEXEC_CMD})
+# logits in the thousands (attention factor 40): rows that see part of a key block meet
+# keys scoring far above their lse; the metrics stay finite (and, under the ASan/UBSan
+# preset, free of undefined behaviour)
+rb_add_test(NAME e2e_large_logits COMMAND ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q
+  -o ${RB_WORK}/large_logits.h5 --set study.threads=1 --set study.seq_lens=64
+  --set study.probe_seq_lens=64 --set study.datasets=gaussian --set study.modes=probe
+  --set scaling.methods=yarn --set scaling.attention_factor=40)
+set_tests_properties(e2e_large_logits PROPERTIES LABELS "cli" FIXTURES_SETUP large_logits)
+rb_add_test(NAME e2e_large_logits_finite COMMAND ${RB_PYTHON} -c
+  "import h5py, numpy as np, sys; g = h5py.File(sys.argv[1])['cases/yarn-x8-L64-probe-gaussian']; bad = [k for k in ('pair_share/share', 'decay/by_distance/mean_score', 'softmax_floor/ratio') if not np.all(np.isfinite(np.asarray(g[k])[np.asarray(g[k]) == np.asarray(g[k])]))]; print('non-finite:', bad) if bad else print('finite'); sys.exit(1 if bad else 0)"
+  ${RB_WORK}/large_logits.h5)
+set_tests_properties(e2e_large_logits_finite PROPERTIES LABELS "cli" FIXTURES_REQUIRED large_logits)
 
 # smoke: help, version, info, freqs
 foreach(sub run report freqs info)

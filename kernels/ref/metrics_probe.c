@@ -58,6 +58,7 @@ _Static_assert(KB == 16, "sum16, apply16 and the whole-block path take 16 keys")
  * 1), so share_den[b] is low by < 1e-30 * count[b] and share_num[b][j] by
  * < 1e-30 * scale * sum over the skipped pairs of rho_j, in absolute terms. */
 #define SHARE_LOG_FLOOR (-69.07755278982137) /* log(1e-30) */
+#define SHARE_LOG_CAP 88.0 /* e^88 < FLT_MAX */
 
 /* A run of keys of one row in one bin: its sums, added to the thread's bin b. */
 typedef struct {
@@ -430,6 +431,9 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
     }
     if (kmin > c->spos[c->nq - 1])
         return; /* no row sees any key of the block */
+    int64_t kvis[KB]; /* key positions, past the block's end none that a row sees */
+    for (int n = 0; n < KB; n++)
+        kvis[n] = n < nb ? kp[n] : INT64_MAX;
     /* kd first (contiguous, so the conversion vectorizes and the raw rows stream in
      * order), then kT from it in L1/L2 */
     {
@@ -504,16 +508,20 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
              * rounded to float (a relative change below 6e-8, the same in numerator
              * and denominator) so that p * k is exact in run_apply; keys below the
              * floor or not visible are not used. p <= 1 up to rounding, since s <= lse
-             * for a caller's true lse: only an lse below some score by more than ~88
-             * would round p to +inf. */
+             * for a caller's true lse: only an lse below a visible score by more than
+             * 88 (not the true lse) would meet the cap. */
             const double *restrict sc = rsc;
             double *restrict pe = t->pe;
 #ifdef _OPENMP
 #pragma omp simd
 #endif
             for (int n = 0; n < KB; n++) {
-                const double x = sc[n] - lse;
-                pe[n] = (double)(float)exp_share(x >= SHARE_LOG_FLOOR ? x : SHARE_LOG_FLOOR);
+                /* a key the row does not see may score far above its lse: its weight
+                 * (never used) is taken at the floor, and the others are capped where
+                 * p would leave float's range (only an lse off by > 88 reaches it) */
+                const double x = kvis[n] <= qp ? sc[n] - lse : SHARE_LOG_FLOOR;
+                pe[n] = (double)(float)exp_share(x < SHARE_LOG_FLOOR ? SHARE_LOG_FLOOR
+                                                 : x > SHARE_LOG_CAP ? SHARE_LOG_CAP : x);
             }
         }
         double rmin = t->rmin[row], rmax = t->rmax[row], rcnt = 0.0;
