@@ -116,10 +116,12 @@ static int parse_count(const char *opt, const char *s, int allow_zero, int *v)
 }
 
 /* list_copy: copy the comma list s of option opt into buf (n bytes) for strtok_r; an
- * empty or too long list is one line naming the option and an example, and -1. */
+ * empty or too long list, or one with an empty item (",", "a,,b", "a,"), which strtok_r
+ * would skip, is one line naming the option and an example, and -1. */
 static int list_copy(const char *opt, const char *s, char *buf, size_t n, const char *example)
 {
-    if (strlen(s) >= n || !*s) {
+    const size_t len = strlen(s);
+    if (len >= n || !*s || s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,")) {
         fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, s,
                 example);
         return -1;
@@ -765,6 +767,7 @@ int rb_cmd_bench(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
+    char ob[8]; /* the short form of a rejected option */
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
         case O_QUICK: o.quick = 1; break;
@@ -804,7 +807,7 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         default:
             fprintf(stderr, "ropebench: bench: unknown option '%s' (see ropebench bench --help)\n",
-                    argv[optind - 1]);
+                    rb_cli_bad_option(argv, ob, sizeof ob));
             code = RB_EXIT_USAGE;
             goto cleanup;
         }

@@ -1,5 +1,6 @@
 /* cmd_tools.c — the small subcommands: `freqs` (one schedule's frequency table),
  * `info` (CPU features, kernel choice, topology, versions) and `report`. */
+#include <errno.h>
 #include <getopt.h>
 #include <hwloc.h>
 #include <math.h>
@@ -62,6 +63,7 @@ int rb_cmd_freqs(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
+    char ob[8]; /* the short form of a rejected option */
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
         switch (opt) {
@@ -82,7 +84,7 @@ int rb_cmd_freqs(int argc, char **argv)
             goto cleanup;
         default:
             fprintf(stderr, "ropebench: freqs: unknown option '%s' (see ropebench freqs --help)\n",
-                    argv[optind - 1]);
+                    rb_cli_bad_option(argv, ob, sizeof ob));
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
@@ -134,9 +136,11 @@ int rb_cmd_freqs(int argc, char **argv)
     int64_t L = (int64_t)llround((double)cfg.original_ctx * cfg.factor);
     if (seq) {
         char *end = NULL;
+        errno = 0;
         long long v = strtoll(seq, &end, 10);
-        if (!*seq || *end || v < 1) {
-            fprintf(stderr, "ropebench: freqs: --seq-len '%s': not a positive integer\n", seq);
+        if (!*seq || *end || v < 1 || errno || v > ((long long)1 << 40)) {
+            fprintf(stderr, "ropebench: freqs: --seq-len '%s': not an integer in [1, 2^40]\n",
+                    seq);
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
@@ -247,6 +251,7 @@ int rb_cmd_report(int argc, char **argv)
     char err[1024];
     optind = 1;
     opterr = 0;
+    char ob[8]; /* the short form of a rejected option */
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
@@ -260,7 +265,8 @@ int rb_cmd_report(int argc, char **argv)
             fprintf(stderr, "ropebench: report: option %s needs a value\n", argv[optind - 1]);
             return RB_EXIT_USAGE;
         default:
-            fprintf(stderr, "ropebench: report: unknown option '%s'\n", argv[optind - 1]);
+            fprintf(stderr, "ropebench: report: unknown option '%s'\n",
+                    rb_cli_bad_option(argv, ob, sizeof ob));
             return RB_EXIT_USAGE;
         }
     }
@@ -270,6 +276,10 @@ int rb_cmd_report(int argc, char **argv)
         return RB_EXIT_USAGE;
     }
     in = argv[optind];
+    if (!*out) {
+        fprintf(stderr, "ropebench: report: -o '': an empty directory name\n");
+        return RB_EXIT_USAGE;
+    }
     int rc = rb_report_write(in, out, err, sizeof err);
     if (rc != RB_OK) {
         fprintf(stderr, "ropebench: %s\n", err);

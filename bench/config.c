@@ -255,7 +255,7 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a finite number",
                        KEYNAME(i), s);
     if (v < lo || v > hi)
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %g: must be in [%g, %g]",
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %.8g: must be in [%.8g, %.8g]",
                        KEYNAME(i), v, lo, hi);
     *out = v;
     return RB_OK;
@@ -432,10 +432,20 @@ static int parse_af_list(const char *s, int i, rb_config *c, char *err, size_t e
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s: empty list (auto or a number)",
                        KEYNAME(i));
     for (int k = 0; k < n; k++)
-        for (int j = 0; j < k; j++)
+        for (int j = 0; j < k; j++) {
+            char a[32];
+            snprintf(a, sizeof a, "%s", rb_config_af_label(c->attention_factors[j]));
             if (c->attention_factors[j] == c->attention_factors[k])
                 return rb_errf(err, errlen, RB_EINVAL, "%s.%s: '%s' listed twice",
-                               KEYNAME(i), rb_config_af_label(c->attention_factors[k]));
+                               KEYNAME(i), a);
+            /* the label names the case: two factors must not share one */
+            if (!strcmp(a, rb_config_af_label(c->attention_factors[k])))
+                return rb_errf(err, errlen, RB_EINVAL,
+                               "%s.%s: %.9g and %.9g both name their cases -af%s; give "
+                               "factors that differ in the first 6 digits",
+                               KEYNAME(i), c->attention_factors[j],
+                               c->attention_factors[k], a);
+        }
     c->n_attention_factors = n;
     c->attention_factor = c->attention_factors[0];
     rb_rope_method m[RB_ROPE_COUNT];
@@ -517,12 +527,15 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
                               RB_ROPE_COUNT, &c->n_methods, err, errlen)))
         return rc;
     for (int k = 0; k < c->n_methods; k++) c->methods[k] = (rb_rope_method)tmp[k];
-    if ((rc = parse_f64(V("scaling", "factor"), K("scaling", "factor"), -1e300, 1e6,
+    if ((rc = parse_f64(V("scaling", "factor"), K("scaling", "factor"), -1e300, 1e300,
                         &c->factor, err, errlen)))
         return rc;
     if (c->factor < 1)
         return rb_errf(err, errlen, RB_EINVAL,
                        "scaling.factor = %g: must be >= 1 (a context-extension factor)",
+                       c->factor);
+    if (c->factor > 1e6)
+        return rb_errf(err, errlen, RB_EINVAL, "scaling.factor = %g: must be <= 1e6",
                        c->factor);
     if ((rc = parse_f64(V("scaling", "beta_fast"), K("scaling", "beta_fast"), 1e-9, 1e9,
                         &c->beta_fast, err, errlen)) ||
@@ -583,6 +596,16 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
                              (int64_t)1 << 40, c->probe_lens, RB_MAX_LIST, &c->n_probe_lens,
                              err, errlen)))
         return rc;
+    /* a length twice would give two cases of one name, the second overwriting the first */
+    for (int w = 0; w < 2; w++) {
+        const int64_t *l = w ? c->probe_lens : c->full_lens;
+        const int nl = w ? c->n_probe_lens : c->n_full_lens;
+        for (int a = 0; a < nl; a++)
+            for (int b = 0; b < a; b++)
+                if (l[a] == l[b])
+                    return rb_errf(err, errlen, RB_EINVAL, "study.%s: %lld listed twice",
+                                   w ? "probe_seq_lens" : "seq_lens", (long long)l[a]);
+    }
     if ((rc = parse_name_list(V("study", "modes"), K("study", "modes"), mode_parse,
                               "full, probe", tmp, 2, &n, err, errlen)))
         return rc;
@@ -735,6 +758,28 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     }
 #undef K
 #undef V
+    /* every schedule the study will build, built once now: a combination the method
+     * cannot take (ntk with rotary_dim 2, ...) stops the study before any work */
+    for (int mi = 0; mi < c->n_methods; mi++)
+        for (int w = 0; w < 2; w++) {
+            const int64_t *l = w ? c->probe_lens : c->full_lens;
+            const int nl = !c->modes[w ? RB_MODE_PROBE : RB_MODE_FULL] ? 0
+                           : w ? c->n_probe_lens : c->n_full_lens;
+            for (int k = 0; k < nl; k++) {
+                rb_rope_params pp;
+                rb_rope_info info;
+                double inv[256];
+                char why[256];
+                rb_config_rope_params(c, c->methods[mi], l[k], &pp);
+                pp.attention_factor = c->method_af[mi];
+                if (c->rotary_dim / 2 > (int)(sizeof inv / sizeof inv[0]))
+                    break;
+                if (rb_rope_schedule(&pp, inv, &info, why, sizeof why) != RB_OK)
+                    return rb_errf(err, errlen, RB_EINVAL, "scaling.methods: %s at seq_len "
+                                   "%lld: %s", rb_rope_method_name(c->methods[mi]),
+                                   (long long)l[k], why);
+            }
+        }
     return RB_OK;
 }
 

@@ -1,4 +1,6 @@
 /* main.c — the ropebench command: dispatches to run, report, freqs, info and bench. */
+#include <ctype.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +12,16 @@ extern void openblas_set_num_threads(int n);
 const char *rb_version_string(void)
 {
     return "ropebench " RB_VERSION " (" RB_GIT_DESCRIBE ", " RB_BUILD_TYPE ")";
+}
+
+/* rb_cli_bad_option: see rb_bench.h. */
+const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
+{
+    if (optopt > 0 && optopt < 128 && isgraph(optopt)) {
+        snprintf(buf, len, "-%c", optopt);
+        return buf;
+    }
+    return argv[optind - 1];
 }
 
 static void usage(FILE *f)

@@ -163,4 +163,10 @@ int rb_cmd_bench(int argc, char **argv);
 /* Version line "ropebench X.Y.Z (git ...)". */
 const char *rb_version_string(void);
 
+/* The option getopt_long has just rejected as unknown, as the user wrote it: "-x" for
+ * a short option (also inside a cluster such as -xy, where argv[optind - 1] would be
+ * the argument before it), else the argument itself ("--frobnicate"). buf holds the
+ * short form; the result is valid while buf and argv are. */
+const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
+
 #endif

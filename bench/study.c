@@ -824,6 +824,7 @@ int rb_cmd_run(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
+    char ob[8]; /* the short form of a rejected option */
     while ((opt = getopt_long(argc, argv, ":c:s:o:qh", opts, NULL)) != -1) {
         switch (opt) {
         case 'c': cfg_path = optarg; break;
@@ -845,7 +846,7 @@ int rb_cmd_run(int argc, char **argv)
             break;
         default:
             snprintf(r.err, sizeof r.err, "run: unknown option '%s' (see ropebench run --help)",
-                     argv[optind - 1]);
+                     rb_cli_bad_option(argv, ob, sizeof ob));
             usage_err = 1;
             break;
         }
