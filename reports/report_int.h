@@ -187,8 +187,10 @@ typedef struct {
 
 /* Group the complete cases and render each group with gnuplot into outdir.
  * RB_EUNSUPPORTED naming gnuplot if it cannot be started; RB_EIO if it fails (the
- * message carries the last line gnuplot printed). *plots/nplots are filled even on
- * error (without SVGs) so the tables can still be written. */
+ * message carries the last line gnuplot printed). When only some plots fail (their
+ * data stops gnuplot), the others are still rendered and RB_EIO names the first that
+ * failed. *plots/nplots are filled even on error (the failed ones without SVGs) so the
+ * tables can still be written. */
 int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                     size_t *nplots, char *err, size_t errlen);
 void rp_plots_free(rp_plot *p, size_t n);

@@ -344,6 +344,8 @@ static void rm_tmp(const char *dir, size_t nplots, const rp_plot *p)
         }
         snprintf(f, sizeof f, "%s/p%zu.svg", dir, k);
         unlink(f);
+        snprintf(f, sizeof f, "%s/p%zu.gp", dir, k);
+        unlink(f);
     }
     snprintf(f, sizeof f, "%s/plots.gp", dir);
     unlink(f);
@@ -352,9 +354,9 @@ static void rm_tmp(const char *dir, size_t nplots, const rp_plot *p)
     rmdir(dir);
 }
 
-/* Run gnuplot on script in dir (its working directory), output to dir/gnuplot.log.
+/* Run gnuplot on dir/script (dir is its working directory), output to dir/gnuplot.log.
  * Returns RB_OK, RB_EUNSUPPORTED (not found) or RB_EIO (failed). */
-static int run_gnuplot(const char *dir, char *err, size_t errlen)
+static int run_gnuplot(const char *dir, const char *script, char *err, size_t errlen)
 {
     int rc = RB_OK;
     char log[4200];
@@ -367,7 +369,7 @@ static int run_gnuplot(const char *dir, char *err, size_t errlen)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    char *argv[] = {"gnuplot", "plots.gp", NULL};
+    char *argv[] = {"gnuplot", (char *)script, NULL};
     int e = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e != 0) {
@@ -487,6 +489,51 @@ static int plot_lines(const rp_file *f, const rp_plot *pl, size_t k, const char 
     return RB_OK;
 }
 
+/* The gnuplot commands (into gp) and the data files (into tmp) of plot k. */
+static int plot_script(const rp_file *f, rp_plot *p, size_t k, const char *tmp, FILE *gp,
+                       char *err, size_t errlen)
+{
+    char fn[4200];
+    if (p[k].kind == RP_HEATMAP) {
+        const rp_case *c = &f->cases[p[k].idx[0]];
+        snprintf(fn, sizeof fn, "%s/p%zu_0.dat", tmp, k);
+        FILE *dat = fopen(fn, "w");
+        if (!dat)
+            return rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
+        /* pm3d scan lines: one per distance bin (bin 0, distance 0, drawn at 0.5);
+         * the colour range is symmetric so that white is a zero share */
+        double zmax = 0;
+        for (int64_t i2 = 0; i2 < c->share_bins * c->share_pairs; i2++)
+            if (isfinite(c->share[i2]) && fabs(c->share[i2]) > zmax)
+                zmax = fabs(c->share[i2]);
+        if (!(zmax > 0))
+            zmax = 1;
+        for (int64_t b = 0; b < c->share_bins; b++) {
+            const double y = c->share_dist[b] > 0 ? c->share_dist[b] : 0.5;
+            for (int64_t j = 0; j < c->share_pairs; j++) {
+                const double z = c->share[b * c->share_pairs + j];
+                if (isfinite(z))
+                    fprintf(dat, "%lld %.17g %.17g\n", (long long)j, y, z);
+                else
+                    fprintf(dat, "%lld %.17g NaN\n", (long long)j, y);
+            }
+            fprintf(dat, "\n");
+        }
+        if (fclose(dat) != 0)
+            return rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
+        fprintf(gp, "reset\nset terminal svg size 820,520 dynamic font 'sans,11' "
+                    "background '#ffffff'\nset output 'p%zu.svg'\n", k);
+        fprintf(gp, "set view map\nset logscale y 10\nset xlabel 'rotary pair j'\n"
+                    "set ylabel 'distance (tokens)'\nset cblabel 'share (logit units)'\n"
+                    "set title '%s' noenhanced\nset palette defined (-1 '#2166ac', 0 "
+                    "'#f7f7f7', 1 '#b2182b')\nunset key\nset cbrange [%.17g:%.17g]\n",
+                p[k].case_name, -zmax, zmax);
+        fprintf(gp, "splot 'p%zu_0.dat' using 1:2:3 with pm3d\nunset output\n", k);
+        return RB_OK;
+    }
+    return plot_lines(f, &p[k], k, tmp, gp, err, errlen);
+}
+
 /* rp_plots_render: see report_int.h. */
 int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                     size_t *nplots, char *err, size_t errlen)
@@ -494,8 +541,10 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
     int rc = RB_OK;
     rp_plot *p = NULL;
     size_t np = 0;
-    char tmp[4096] = "", fn[4200];
-    FILE *gp = NULL, *dat = NULL;
+    char tmp[4096] = "", fn[4200], first_fail[512] = "";
+    char *failed = NULL; /* [np]: 1 where the plot's own script failed */
+    size_t nfail = 0;
+    FILE *gp = NULL;
     *plots = NULL;
     *nplots = 0;
 
@@ -582,52 +631,26 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
         goto cleanup;
     }
+    FILE *master = gp;
     for (size_t k = 0; k < np; k++) {
-        if (p[k].kind == RP_HEATMAP) {
-            const rp_case *c = &f->cases[p[k].idx[0]];
-            snprintf(fn, sizeof fn, "%s/p%zu_0.dat", tmp, k);
-            if (!(dat = fopen(fn, "w"))) {
-                rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
-                goto cleanup;
-            }
-            /* pm3d scan lines: one per distance bin (bin 0, distance 0, drawn at 0.5);
-             * the colour range is symmetric so that white is a zero share */
-            double zmax = 0;
-            for (int64_t i2 = 0; i2 < c->share_bins * c->share_pairs; i2++)
-                if (isfinite(c->share[i2]) && fabs(c->share[i2]) > zmax)
-                    zmax = fabs(c->share[i2]);
-            if (!(zmax > 0))
-                zmax = 1;
-            for (int64_t b = 0; b < c->share_bins; b++) {
-                const double y = c->share_dist[b] > 0 ? c->share_dist[b] : 0.5;
-                for (int64_t j = 0; j < c->share_pairs; j++) {
-                    const double z = c->share[b * c->share_pairs + j];
-                    if (isfinite(z))
-                        fprintf(dat, "%lld %.17g %.17g\n", (long long)j, y, z);
-                    else
-                        fprintf(dat, "%lld %.17g NaN\n", (long long)j, y);
-                }
-                fprintf(dat, "\n");
-            }
-            if (fclose(dat) != 0) {
-                dat = NULL;
-                rc = rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
-                goto cleanup;
-            }
-            dat = NULL;
-            fprintf(gp, "reset\nset terminal svg size 820,520 dynamic font 'sans,11' "
-                        "background '#ffffff'\nset output 'p%zu.svg'\n", k);
-            fprintf(gp, "set view map\nset logscale y 10\nset xlabel 'rotary pair j'\n"
-                        "set ylabel 'distance (tokens)'\nset cblabel 'share (logit units)'\n"
-                        "set title '%s' noenhanced\nset palette defined (-1 '#2166ac', 0 "
-                        "'#f7f7f7', 1 '#b2182b')\nunset key\nset cbrange [%.17g:%.17g]\n",
-                    p[k].case_name, -zmax, zmax);
-            fprintf(gp, "splot 'p%zu_0.dat' using 1:2:3 with pm3d\nunset output\n", k);
-            continue;
+        /* each plot's commands in a script of its own, loaded by plots.gp: when one
+         * plot's data makes gnuplot fail, the others are drawn one script at a time */
+        snprintf(fn, sizeof fn, "%s/p%zu.gp", tmp, k);
+        fprintf(master, "load 'p%zu.gp'\n", k);
+        if (!(gp = fopen(fn, "w"))) {
+            gp = master;
+            rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
+            goto cleanup;
         }
-        rc = plot_lines(f, &p[k], k, tmp, gp, err, errlen);
+        rc = plot_script(f, p, k, tmp, gp, err, errlen);
+        const int bad = fclose(gp) != 0;
+        gp = master;
         if (rc != RB_OK)
             goto cleanup;
+        if (bad) {
+            rc = rb_errf(err, errlen, RB_EIO, "report: cannot write %s", fn);
+            goto cleanup;
+        }
     }
     if (fclose(gp) != 0) {
         gp = NULL;
@@ -635,7 +658,28 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         goto cleanup;
     }
     gp = NULL;
-    rc = run_gnuplot(tmp, err, errlen);
+    rc = run_gnuplot(tmp, "plots.gp", err, errlen);
+    if (rc == RB_EIO) {
+        /* the data of some plot made gnuplot stop (a damaged case): draw the plots one
+         * script at a time and leave out the ones that fail */
+        if (!(failed = calloc(np, 1))) {
+            rc = rb_errf(err, errlen, RB_ENOMEM, "report: out of memory");
+            goto cleanup;
+        }
+        for (size_t k = 0; k < np; k++) {
+            char one[64], why[300];
+            snprintf(one, sizeof one, "p%zu.gp", k);
+            if (run_gnuplot(tmp, one, why, sizeof why) == RB_OK)
+                continue;
+            failed[k] = 1;
+            if (nfail++ == 0) {
+                char cap[300];
+                rp_plot_caption(cap, sizeof cap, &p[k]);
+                snprintf(first_fail, sizeof first_fail, "%.200s: %.290s", cap, why);
+            }
+        }
+        rc = RB_OK;
+    }
     if (rc != RB_OK)
         goto cleanup;
 
@@ -645,6 +689,8 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         size_t len = 0;
         safe_name(mode, sizeof mode, p[k].mode);
         safe_name(ds, sizeof ds, p[k].dataset);
+        if (failed && failed[k])
+            continue;
         snprintf(fn, sizeof fn, "%s/p%zu.svg", tmp, k);
         char *svg = slurp(fn, &len);
         if (!svg || !strstr(svg, "<svg")) {
@@ -663,6 +709,19 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             snprintf(p[k].svg_name, sizeof p[k].svg_name, "%s-L%lld-%.12s-%.16s.svg",
                      kinds[p[k].kind].file, (long long)p[k].seq_len, mode, ds);
         }
+        /* distinct cases can share a file name (names alike but for the characters
+         * safe_name replaces, or past its length): number the later ones */
+        char base[96];
+        snprintf(base, sizeof base, "%s", p[k].svg_name);
+        base[strlen(base) - 4] = '\0'; /* ".svg" */
+        for (int dup = 2;; dup++) {
+            size_t j = 0;
+            while (j < k && strcmp(p[j].svg_name, p[k].svg_name))
+                j++;
+            if (j == k)
+                break;
+            snprintf(p[k].svg_name, sizeof p[k].svg_name, "%.80s-%d.svg", base, dup);
+        }
         snprintf(fn, sizeof fn, "%s/%s", outdir, p[k].svg_name);
         FILE *o = fopen(fn, "wb");
         int bad = !o || fwrite(svg, 1, len, o) != len;
@@ -678,16 +737,18 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             goto cleanup;
         }
     }
+    if (nfail)
+        rc = rb_errf(err, errlen, RB_EIO, "gnuplot failed on %zu of %zu plots, left out "
+                     "(first: %s)", nfail, np, first_fail);
 cleanup:
     *plots = p;
     *nplots = np;
-    if (dat)
-        fclose(dat);
+    free(failed);
     if (gp)
         fclose(gp);
     if (tmp[0])
         rm_tmp(tmp, np, p);
-    if (rc != RB_OK)
+    if (rc != RB_OK && !nfail)
         for (size_t k = 0; k < np; k++) {
             free(p[k].svg);
             p[k].svg = NULL;

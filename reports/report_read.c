@@ -218,6 +218,39 @@ static void attrs_free(rp_attrs *as)
 
 /* ---- datasets ---------------------------------------------------------------------- */
 
+/* H5Lvisit callback: stop at the first external or user-defined link. */
+typedef struct {
+    char name[256];
+} elink_ctx;
+
+static herr_t find_elink(hid_t g, const char *name, const H5L_info_t *info, void *op)
+{
+    (void)g;
+    if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT)
+        return 0;
+    snprintf(((elink_ctx *)op)->name, sizeof ((elink_ctx *)op)->name, "%s", name);
+    return 1;
+}
+
+/* A number read from the file as an integer: bad (e.g. -1) where it is not finite or
+ * lies outside int64's range (a cast would be undefined there). */
+static int64_t d2i(double v, int64_t bad)
+{
+    return v >= -9.2e18 && v <= 9.2e18 ? (int64_t)v : bad;
+}
+
+/* 1 if dataset d keeps its data outside the results file (external raw storage, or a
+ * virtual dataset mapping other files): the report reads only the file it was given. */
+static int stored_outside(hid_t d)
+{
+    hid_t pl = H5Dget_create_plist(d);
+    if (pl < 0)
+        return 1;
+    const int out = H5Pget_layout(pl) == H5D_VIRTUAL || H5Pget_external_count(pl) != 0;
+    H5Pclose(pl);
+    return out;
+}
+
 /* Read a numeric dataset as doubles. dims receives up to 3 extents, *nd the rank.
  * RB_OK, or a code with reason (static text) set. */
 static int dset_f64(hid_t loc, const char *path, double **out, hsize_t dims[3], int *nd,
@@ -237,6 +270,11 @@ static int dset_f64(hid_t loc, const char *path, double **out, hsize_t dims[3], 
         (t = H5Dget_type(d)) < 0) {
         *reason = "cannot be opened";
         rc = RB_EIO;
+        goto cleanup;
+    }
+    if (stored_outside(d)) {
+        *reason = "is stored outside the results file (external or virtual): not read";
+        rc = RB_EFORMAT;
         goto cleanup;
     }
     int n = H5Sget_simple_extent_ndims(sp);
@@ -299,7 +337,7 @@ static int dset_strings(hid_t loc, const char *path, char ***out, size_t *n)
     if (ex <= 0)
         goto cleanup;
     if ((d = H5Dopen2(loc, path, H5P_DEFAULT)) < 0 || (sp = H5Dget_space(d)) < 0 ||
-        (t = H5Dget_type(d)) < 0) {
+        (t = H5Dget_type(d)) < 0 || stored_outside(d)) {
         rc = RB_EIO;
         goto cleanup;
     }
@@ -483,7 +521,7 @@ static void case_read_rows(hid_t g, rp_case *c)
             int64_t b = -2;
             double s = 0;
             int64_t m = 0;
-            if (i < n && pos[i] >= 1) {
+            if (i < n && pos[i] >= 1 && pos[i] <= 9e18) {
                 b = (int64_t)floor(log2(pos[i]) * RP_BINS_PER_OCTAVE);
                 for (int64_t h = 0; h < heads; h++)
                     if (isfinite(H[h * n + i]))
@@ -663,7 +701,7 @@ static void share_summary(hid_t g, rp_case *c)
                 continue;
             if (top < 0 || fabs(row[j]) > fabs(row[top]))
                 top = j;
-            int k = band ? (int)band[j] : -1;
+            int k = band && band[j] >= 0 && band[j] < 3 ? (int)band[j] : -1;
             if (k >= 0 && k < 3) {
                 sum[k] += row[j];
                 seen[k] = 1;
@@ -726,13 +764,14 @@ static void case_read_metrics(hid_t g, rp_case *c)
     hid_t sub;
     if (H5Lexists(g, "phase", H5P_DEFAULT) > 0 && H5Lexists(g, "phase/pairs", H5P_DEFAULT) > 0 &&
         (sub = H5Gopen2(g, "phase/pairs", H5P_DEFAULT)) >= 0) {
-        if (attr_num(sub, "critical_pair", &v) == 1) m->critical_pair = (int64_t)v;
+        if (attr_num(sub, "critical_pair", &v) == 1) m->critical_pair = d2i(v, -1);
         H5Gclose(sub);
     }
     if (H5Lexists(g, "decay", H5P_DEFAULT) > 0 &&
         H5Lexists(g, "decay/by_distance", H5P_DEFAULT) > 0 &&
         (sub = H5Gopen2(g, "decay/by_distance", H5P_DEFAULT)) >= 0) {
-        if (attr_num(sub, "first_negative_B", &v) == 1) m->first_negative_B = (int64_t)v;
+        if (attr_num(sub, "first_negative_B", &v) == 1)
+            m->first_negative_B = d2i(v, -1);
         H5Gclose(sub);
     }
     H5Eclear2(H5E_DEFAULT);
@@ -803,11 +842,11 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     copy_attr(g, "dtype", c->dtype, sizeof c->dtype);
     double v = NAN;
     c->factor = attr_num(g, "factor", &v) == 1 ? v : NAN;
-    c->seq_len = attr_num(g, "seq_len", &v) == 1 ? (int64_t)v : -1;
-    c->heads = attr_num(g, "heads", &v) == 1 ? (int64_t)v : -1;
-    c->n_rows = attr_num(g, "n_rows", &v) == 1 ? (int64_t)v : -1;
-    c->head_dim = attr_num(g, "head_dim", &v) == 1 ? (int64_t)v : -1;
-    c->threads = attr_num(g, "threads", &v) == 1 ? (int64_t)v : -1;
+    c->seq_len = attr_num(g, "seq_len", &v) == 1 ? d2i(v, -1) : -1;
+    c->heads = attr_num(g, "heads", &v) == 1 ? d2i(v, -1) : -1;
+    c->n_rows = attr_num(g, "n_rows", &v) == 1 ? d2i(v, -1) : -1;
+    c->head_dim = attr_num(g, "head_dim", &v) == 1 ? d2i(v, -1) : -1;
+    c->threads = attr_num(g, "threads", &v) == 1 ? d2i(v, -1) : -1;
     c->flops = attr_num(g, "flops", &v) == 1 ? v : NAN;
     int cr = attr_num(g, "complete", &v);
     c->complete = cr == 1 && v == 1;
@@ -962,6 +1001,23 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
                      path, ver);
         goto cleanup;
     }
+    /* links into other files are never followed: ropebench writes none, and the report
+     * reads only the file it was given (an external link could name any file, or a FIFO
+     * that blocks forever) */
+    {
+        elink_ctx ec = {""};
+        if (H5Lvisit(fid, H5_INDEX_NAME, H5_ITER_INC, find_elink, &ec) < 0 || ec.name[0]) {
+            char shown[160];
+            printable(shown, sizeof shown, ec.name[0] ? ec.name : "?");
+            rc = rb_errf(err, errlen, RB_EFORMAT,
+                         ec.name[0] ? "%s: /%s is a link into another file: not a ropebench "
+                                      "results file as written, not read"
+                                    : "%s: cannot list the file's objects (damaged?)%s",
+                         path, ec.name[0] ? shown : "");
+            goto cleanup;
+        }
+        H5Eclear2(H5E_DEFAULT);
+    }
     f->path = strdup(path);
     if (!f->path || attrs_read(fid, &f->root) != RB_OK) {
         rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read the root attributes (damaged?)",
@@ -983,8 +1039,14 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
     }
     H5Eclear2(H5E_DEFAULT);
     bench_read(fid, &f->bench);
-    if (H5Lexists(fid, "/cases", H5P_DEFAULT) > 0 &&
-        (g = H5Gopen2(fid, "/cases", H5P_DEFAULT)) >= 0) {
+    if (H5Lexists(fid, "/cases", H5P_DEFAULT) > 0) {
+        H5O_info_t oi;
+        if (H5Oget_info_by_name(fid, "/cases", &oi, H5P_DEFAULT) < 0 ||
+            oi.type != H5O_TYPE_GROUP || (g = H5Gopen2(fid, "/cases", H5P_DEFAULT)) < 0) {
+            rc = rb_errf(err, errlen, RB_EFORMAT, "%s: /cases is not a group (damaged?)",
+                         path);
+            goto cleanup;
+        }
         iter_ctx ctx = {f, RB_OK};
         hsize_t idx = 0;
         herr_t e = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, case_cb, &ctx);

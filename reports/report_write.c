@@ -292,7 +292,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
 
     fprintf(o, "\n## Plots\n\n");
     if (plot_note) {
-        fprintf(o, "Plots not rendered: ");
+        fprintf(o, "Plots not (all) rendered: ");
         rp_md_esc(o, plot_note);
         fprintf(o, "\n");
     } else if (np == 0)
@@ -412,7 +412,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
 
     fprintf(o, "<h2>Plots</h2>\n");
     if (plot_note) {
-        fprintf(o, "<p class=\"warn\">Plots not rendered: ");
+        fprintf(o, "<p class=\"warn\">Plots not (all) rendered: ");
         rp_html_esc(o, plot_note);
         fprintf(o, "</p>\n");
     } else if (np == 0)
@@ -480,9 +480,13 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     rc = rp_write_md(&f, plots, np, outdir, note, err, errlen);
     if (rc == RB_OK)
         rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
-    if (rc == RB_OK && prc != RB_OK)
-        rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written without plots)",
-                     perr);
+    if (rc == RB_OK && prc != RB_OK) {
+        size_t drawn = 0;
+        for (size_t k = 0; k < np; k++)
+            drawn += plots[k].svg_name[0] != '\0';
+        rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written %s)", perr,
+                     drawn ? "with the other plots" : "without plots");
+    }
 cleanup:
     rp_plots_free(plots, np);
     rp_file_free(&f);

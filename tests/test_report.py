@@ -362,6 +362,80 @@ SYNTHETIC_SVGS = sorted(
     + ["share-pi-x4-L128-probe-needle.svg"])
 
 
+def damaged_cases(cmd, work, good):
+    """Files that are valid HDF5 but damaged or foreign in one place: the report reads
+    nothing outside the file, never crashes, and a case whose data stops gnuplot costs
+    only its own plots."""
+    P = "cases/pi-x4-L128-probe-needle"
+
+    def fresh(path, out):  # no files left from an earlier run in out
+        shutil.rmtree(out, ignore_errors=True)
+        return run(cmd, path, out)
+
+    def variant(name, edit):
+        path = os.path.join(work, name + ".h5")
+        shutil.copyfile(good, path)
+        with h5py.File(path, "a") as f:
+            edit(f)
+        return path
+
+    # links and storage outside the file are not followed
+    secret = os.path.join(work, "outside.bin")
+    with open(secret, "wb") as f:
+        f.write(b"OUTSIDE-SECRET\n" * 64)
+    p = variant("external-link", lambda f: f.__setitem__(
+        "cases/z", h5py.ExternalLink(os.path.join(work, "nowhere.h5"), "/x")))
+    expect_error(cmd, work, "external-link", p, ["/cases/z is a link into another file"])
+
+    def ext_storage(f):
+        del f[P + "/rows/position"]
+        f.create_dataset(P + "/rows/position", shape=(64,), dtype="<f8",
+                         external=[(secret, 0, 64 * 8)])
+    p = variant("external-storage", ext_storage)
+    out = os.path.join(work, "out-external-storage")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    if rc < 0 or rc >= 128 or "OUTSIDE-SECRET" in text or \
+            "stored outside the results file" not in text:
+        fail("external storage: status %d, case not marked as stored outside: %s" %
+             (rc, (so + se)[-500:]))
+    p = variant("cases-not-group", lambda f: (f.__delitem__("cases"),
+                                              f.__setitem__("cases", [1])))
+    expect_error(cmd, work, "cases-not-group", p, ["/cases is not a group"])
+    # a number the reader turns into an integer: NaN or past int64 is not undefined
+    # behaviour, just an unknown value
+    p = variant("nan-attrs", lambda f: [f[P].attrs.__setitem__(k, v) for k, v in (
+        ("seq_len", np.float64(np.nan)), ("heads", np.float64(1e300)),
+        ("n_rows", np.int64(2 ** 63 - 1)))])
+    rc, so, se = fresh(p, os.path.join(work, "out-nan-attrs"))
+    if rc < 0 or rc >= 128 or any(b in so + se for b in ("Sanitizer", "runtime error")):
+        fail("NaN / huge attributes: status %d: %s" % (rc, (so + se)[-800:]))
+    # two case names that make one file name; a case whose share matrix is all NaN
+    def twins(f):
+        f.copy(P, "cases/p+q")
+        f.move(P, "cases/p q")
+    p = variant("twins", twins)
+    out = os.path.join(work, "out-twins")
+    rc, so, se = fresh(p, out)
+    shares = sorted(x for x in os.listdir(out) if x.startswith("share-p_q")) \
+        if os.path.isdir(out) else []
+    if rc != 0 or shares != ["share-p_q-2.svg", "share-p_q.svg"]:
+        fail("twin case names: status %d, heat maps %s: %s" % (rc, shares, (so + se)[-500:]))
+    p = variant("nan-share", lambda f: f[P + "/pair_share/share"].__setitem__(
+        Ellipsis, np.nan))
+    out = os.path.join(work, "out-nan-share")
+    rc, so, se = fresh(p, out)
+    svgs = [x for x in os.listdir(out) if x.endswith(".svg")] if os.path.isdir(out) else []
+    lines = [l for l in (so + se).splitlines() if l.strip()]
+    if rc in (0,) or rc < 0 or rc >= 128 or len(lines) != 1 or \
+            "gnuplot failed on 1 of" not in lines[0] or "pi-x4-L128-probe-needle" not in \
+            lines[0] or len(svgs) != len(SYNTHETIC_SVGS) - 1:
+        fail("NaN share matrix: status %d, %d SVGs (want %d): %s" % (
+            rc, len(svgs), len(SYNTHETIC_SVGS) - 1, (so + se)[-800:]))
+    print("ok   damaged cases: external links/storage refused, twins, NaN share")
+
+
 def bench_new_file(bench, cmd, work):
     """`ropebench bench -o` into a new file: the report accepts it and shows the bench
     table alone."""
@@ -534,6 +608,7 @@ def main():
     with open(p, "wb") as f:
         f.write(data[:-1])
     expect_error(cmd, work, "truncated-1byte", p, [])
+    damaged_cases(cmd, work, good)
 
     print("%d failures" % len(failures))
     return 1 if failures else 0
