@@ -294,6 +294,22 @@ static int dset_f64(hid_t loc, const char *path, double **out, hsize_t dims[3], 
         }
         total *= dims[i];
     }
+    /* a few bytes of a file must not make the report allocate gigabytes (a chunked
+     * dataset with huge dims and no chunks written): a dataset holds at most 16 values
+     * per byte of the file (ropebench writes 4 or 8 bytes per value, uncompressed) */
+    {
+        hsize_t fsize = 0;
+        hid_t fid = H5Iget_file_id(loc);
+        if (fid < 0 || H5Fget_filesize(fid, &fsize) < 0)
+            fsize = 0;
+        if (fid >= 0)
+            H5Fclose(fid);
+        if (total > ((hsize_t)1 << 20) && total / 16 > fsize) {
+            *reason = "has more values than the file could hold (damaged?)";
+            rc = RB_EFORMAT;
+            goto cleanup;
+        }
+    }
     *out = malloc((total ? total : 1) * sizeof(double));
     if (!*out) {
         *reason = "does not fit in memory";

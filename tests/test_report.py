@@ -433,7 +433,19 @@ def damaged_cases(cmd, work, good):
             lines[0] or len(svgs) != len(SYNTHETIC_SVGS) - 1:
         fail("NaN share matrix: status %d, %d SVGs (want %d): %s" % (
             rc, len(svgs), len(SYNTHETIC_SVGS) - 1, (so + se)[-800:]))
-    print("ok   damaged cases: external links/storage refused, twins, NaN share")
+    # dims far beyond the file's size (chunked, nothing written): refused, not allocated
+    def huge(f):
+        del f[P + "/rows/position"]
+        f.create_dataset(P + "/rows/position", shape=(1 << 28,), dtype="<f8",
+                         chunks=(1 << 16,))
+    p = variant("huge-dims", huge)
+    out = os.path.join(work, "out-huge-dims")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    if rc < 0 or rc >= 128 or "more values than the file could hold" not in text:
+        fail("huge dims: status %d, not refused: %s" % (rc, (so + se)[-500:]))
+    print("ok   damaged cases: external links/storage refused, twins, NaN share, huge dims")
 
 
 def bench_new_file(bench, cmd, work):
