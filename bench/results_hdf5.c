@@ -317,13 +317,15 @@ int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_
     return attr_write(r, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, err, errlen);
 }
 
-/* Open attribute obj@name for reading: 1 and *a set if it exists, 0 if the object or
- * the attribute is missing, negative RB_E code on an error. */
+/* Open attribute obj@name for reading: 1 and *a set if it exists (and holds one value,
+ * as every attribute read back does), 0 if the object or the attribute is missing,
+ * negative RB_E code on an error or an attribute of another shape. */
 static int attr_open_existing(rb_results *r, const char *obj, const char *name, hid_t *a,
                               char *err, size_t errlen)
 {
     int rc = RB_OK;
     const char *path = obj;
+    hid_t sp = H5I_INVALID_HID;
     *a = H5I_INVALID_HID;
     int e = path_exists(r->file, obj);
     H5Eclear2(H5E_DEFAULT);
@@ -334,8 +336,21 @@ static int attr_open_existing(rb_results *r, const char *obj, const char *name, 
         return 0;
     H5TRY(*a = H5Aopen_by_name(r->file, obj, name, H5P_DEFAULT, H5P_DEFAULT),
           "H5Aopen_by_name");
+    H5TRY(sp = H5Aget_space(*a), "H5Aget_space");
+    const hssize_t np = H5Sget_simple_extent_npoints(sp);
+    if (np != 1) {
+        rc = rb_errf(err, errlen, RB_EFORMAT, "results: %s@%s holds %lld values, expected "
+                     "one (not written by ropebench?)", path, name, (long long)np);
+        goto cleanup;
+    }
     rc = 1;
 cleanup:
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (rc != 1 && *a >= 0) {
+        H5Aclose(*a);
+        *a = H5I_INVALID_HID;
+    }
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -762,6 +763,33 @@ cleanup:
     return rc;
 }
 
+/* The results file may only replace a regular file, and never one the study reads: the
+ * config or the file dataset's input (a FIFO, /dev/full or /dev/null would block or
+ * fail one rank's write while the others wait; an input given as -o would be truncated
+ * before it is read). Same file = same device and inode, so links count too. */
+static int check_output_path(const char *out, const char *cfg_path, const rb_config *c,
+                             char *err, size_t errlen)
+{
+    struct stat so, si;
+    if (stat(out, &so) != 0)
+        return RB_OK; /* a new file: rb_results_create reports what goes wrong */
+    if (!S_ISREG(so.st_mode))
+        return rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular file (the results file "
+                       "is written there)", out);
+    if (cfg_path && stat(cfg_path, &si) == 0 && si.st_dev == so.st_dev &&
+        si.st_ino == so.st_ino)
+        return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's config file (-c %s): "
+                       "it would be overwritten", out, cfg_path);
+    int reads_file = 0;
+    for (int i = 0; i < c->n_datasets; i++)
+        reads_file |= c->datasets[i] == RB_DATA_FILE;
+    if (reads_file && stat(c->file_path, &si) == 0 && si.st_dev == so.st_dev &&
+        si.st_ino == so.st_ino)
+        return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's input file (file.path = "
+                       "%s): it would be overwritten", out, c->file_path);
+    return RB_OK;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 static int count_cases(const rb_config *c)
@@ -888,6 +916,12 @@ int rb_cmd_run(int argc, char **argv)
         kernel_why = why;
     }
     if (rc != RB_OK) {
+        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+
+    if (!dry && (rc = check_output_path(out_path, cfg_path, &cfg, r.err, sizeof r.err))) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;

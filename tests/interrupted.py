@@ -50,6 +50,26 @@ def main():
     if d.returncode != 2 or "written by a different study" not in d.stderr:
         failed.append(f"--resume with another study: exit {d.returncode}, {d.stderr.strip()!r}")
 
+    # attributes of another shape than ropebench writes: refused with one line, no
+    # overflow (they were read into a single value)
+    import numpy as np
+    import shutil
+    for label, edit in (
+            ("complete as an array", lambda f: f["cases"][sorted(f["cases"])[0]].attrs
+             .__setitem__("complete", np.array([1, 1], np.int64))),
+            ("format as an array", lambda f: f.attrs.__setitem__(
+                "format", np.array([b"ropebench"] * 2, "S10")))):
+        bad = os.path.join(work, "bad-attr.h5")
+        shutil.copyfile(out, bad)
+        with h5py.File(bad, "a") as f:
+            edit(f)
+        b = subprocess.run(mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", bad, "--resume"],
+                           capture_output=True, text=True, timeout=300)
+        lines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
+        if b.returncode not in (1, 2) or not lines or "holds 2 values" not in lines[0] or \
+                "Sanitizer" in b.stderr or "runtime error" in b.stderr:
+            failed.append(f"--resume with {label}: exit {b.returncode}, {b.stderr[-800:]!r}")
+
     q = subprocess.run(run + ["--resume"], capture_output=True, text=True, timeout=300)
     if q.returncode != 0:
         failed.append(f"--resume exited {q.returncode}: {q.stderr.strip()}")
