@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,44 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     if (s->dset[t] < 0) {
         rc = rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: '%s' is not a dataset", p, name);
         goto cleanup;
+    }
+    /* storage this build can read in parallel: not a virtual dataset, every filter
+     * available, every external raw-data file readable */
+    {
+        hid_t pl = H5Dget_create_plist(s->dset[t]);
+        const char *why = pl < 0 ? "cannot read its creation properties" : NULL;
+        char what[300] = "";
+        if (!why && H5Pget_layout(pl) == H5D_VIRTUAL)
+            why = "is a virtual dataset (parallel HDF5 cannot read those); copy it into a "
+                  "plain dataset";
+        for (int f = 0, nf = why ? 0 : H5Pget_nfilters(pl); !why && f < nf; f++) {
+            unsigned flags = 0, conf = 0;
+            size_t ncd = 0;
+            char fname[64] = "";
+            const H5Z_filter_t id = H5Pget_filter2(pl, (unsigned)f, &flags, &ncd, NULL,
+                                                   sizeof fname, fname, &conf);
+            if (id < 0 || H5Zfilter_avail(id) <= 0) {
+                snprintf(what, sizeof what, "is compressed with filter %d (%.40s), which this "
+                         "HDF5 does not have", (int)id, fname[0] ? fname : "unknown");
+                why = what;
+            }
+        }
+        for (int e = 0, ne = why ? 0 : H5Pget_external_count(pl); !why && e < ne; e++) {
+            char ename[256] = "";
+            off_t off = 0;
+            hsize_t esz = 0;
+            if (H5Pget_external(pl, (unsigned)e, sizeof ename, ename, &off, &esz) < 0 ||
+                access(ename, R_OK) != 0) {
+                snprintf(what, sizeof what, "keeps its data in external file '%.200s', which "
+                         "cannot be read", ename);
+                why = what;
+            }
+        }
+        if (pl >= 0) H5Pclose(pl);
+        if (why) {
+            rc = rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: dataset %s %s", p, name, why);
+            goto cleanup;
+        }
     }
     space = H5Dget_space(s->dset[t]);
     type = H5Dget_type(s->dset[t]);
@@ -317,6 +356,18 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
     if (H5Dread(src->dset[t], H5T_NATIVE_FLOAT, mspace, fspace, src->dxpl, dst) < 0)
         rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: reading dataset %s (head %d) failed",
                      src->path, tensor_names[t], head);
+    /* the kernels and metrics take finite inputs: a NaN or inf in the file is named */
+    for (int64_t r = 0; rc == RB_OK && r < m; r++) {
+        const float *row = (const float *)dst + (size_t)r * (size_t)d;
+        for (int i = 0; i < d; i++)
+            if (!isfinite(row[i])) {
+                rc = rb_errf(msg, sizeof msg, RB_EFORMAT,
+                             "%s: dataset %s has a non-finite value (%g) at [%d][%lld][%d]",
+                             src->path, tensor_names[t], (double)row[i], head,
+                             (long long)(sorted ? pos[r] : u[r]), i);
+                break;
+            }
+    }
     if ((rc = agree(src->comm, rc, msg, err, errlen)) != RB_OK)
         goto cleanup;
     if (!sorted)

@@ -46,6 +46,23 @@ def make(d):
     write(f"{d}/missing_k.h5", {}, skip=("k",))
     with open(f"{d}/not_hdf5.h5", "w") as f:
         f.write("this is text, not HDF5\n")
+    # a NaN at k[1][7][3]; k compressed with a filter HDF5's C library lacks (lzf); k as
+    # a virtual dataset; k stored in an external file that is not there
+    write(f"{d}/nan_k.h5", {})
+    with h5py.File(f"{d}/nan_k.h5", "a") as f:
+        f["k"][1, 7, 3] = np.nan
+    write(f"{d}/lzf.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/lzf.h5", "a") as f:
+        f.create_dataset("k", data=np.ones((H, S, D), np.float32), compression="lzf")
+    write(f"{d}/vds.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/vds.h5", "a") as f:
+        lay = h5py.VirtualLayout(shape=(H, S, D), dtype=np.float32)
+        lay[...] = h5py.VirtualSource(f"{d}/good_f32.h5", "k", shape=(H, S, D))
+        f.create_virtual_dataset("k", lay)
+    write(f"{d}/ext_missing.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/ext_missing.h5", "a") as f:
+        f.create_dataset("k", shape=(H, S, D), dtype=np.float32,
+                         external=[(f"{d}/no-such-raw-file.bin", 0, H * S * D * 4)])
     print("1 passed, 0 failed")
     return 0
 

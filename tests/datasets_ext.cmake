@@ -59,6 +59,19 @@ rb_file_error(no_path "file.path: empty, but study.datasets includes file" ${_ru
 rb_file_error(missing_path "file.path = '.*nonexistent.h5': cannot read: No such file"
   ${_run} --set file.path=${RB_DF_WORK}/nonexistent.h5)
 rb_file_error(directory "file.path = '.*': not a regular file" ${_run} --set file.path=${RB_DF_WORK})
+rb_file_error(unavailable_filter "lzf.h5: dataset k is compressed with filter 32000 .*which this HDF5 does not have"
+  ${_run} --set file.path=${RB_DF_WORK}/lzf.h5)
+rb_file_error(virtual "vds.h5: dataset k is a virtual dataset"
+  ${_run} --set file.path=${RB_DF_WORK}/vds.h5)
+rb_file_error(external_missing "ext_missing.h5: dataset k keeps its data in external file '.*no-such-raw-file.bin', which cannot be read"
+  ${_run} --set file.path=${RB_DF_WORK}/ext_missing.h5)
+# a NaN in the file stops the case that reads it, naming where (exit 1: the run had begun)
+rb_add_test(NAME dataset_file_error_nan COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "nan_k.h5: dataset k has a non-finite value \\(nan\\) at \\[1\\]\\[7\\]\\[3\\]" --
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set study.datasets=file --set file.path=${RB_DF_WORK}/nan_k.h5 -o ${RB_DF_WORK}/nan_out.h5)
+set_tests_properties(dataset_file_error_nan PROPERTIES FIXTURES_REQUIRED rb_dataset_files
+  LABELS cli PROCESSORS 2)
 # the same on 2 ranks: every rank agrees, rank 0 speaks once
 rb_file_error(mpi_short "short.h5: dataset k has shape"
   ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
