@@ -125,7 +125,8 @@ static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char 
 
 /* Read an INI study file: "[section]" headers and "key = value" (or "key: value")
  * lines, of any length; comments are lines whose first non-blank character is ';' or
- * '#', and the rest of a line from a ';' or '#' that follows a blank; a UTF-8 byte order
+ * '#', the rest of a line from a ';' that follows a blank, and anything after a
+ * section's ']' that starts with ';' or '#' (as libinih read them); a UTF-8 byte order
  * mark and CR line ends are allowed. The first error, with its line, is the error. */
 static int ini_read(rb_ini_ctx *c, FILE *f)
 {
@@ -149,18 +150,21 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
         t = trim(t);
         if (!*t || *t == ';' || *t == '#')
             continue;
-        for (char *p = t + 1; *p; p++) /* an inline comment */
-            if ((*p == ';' || *p == '#') && isspace((unsigned char)p[-1])) {
+        for (char *p = t + 1; *p; p++) /* an inline comment: ';' after a blank */
+            if (*p == ';' && isspace((unsigned char)p[-1])) {
                 *p = '\0';
                 break;
             }
         t = trim(t);
         if (*t == '[') {
             char *e = strchr(t, ']');
-            if (!e || e[1]) {
+            const char *after = e ? e + 1 : "";
+            while (isspace((unsigned char)*after))
+                after++;
+            if (!e || (*after && *after != ';' && *after != '#')) {
                 rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: %s", c->file, ln,
                              !e ? "section header without its closing ']'"
-                                : "text after the section header's ']'");
+                                : "text after the section header's ']' (not a comment)");
                 goto cleanup;
             }
             *e = '\0';

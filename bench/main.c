@@ -17,9 +17,16 @@ const char *rb_version_string(void)
 /* rb_cli_bad_option: see rb_bench.h. */
 const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
 {
-    if (optopt > 0 && optopt < 128 && isgraph(optopt)) {
-        snprintf(buf, len, "-%c", optopt);
-        return buf;
+    /* a short option: the cluster it came from is the current argument (optind not yet
+     * past it) or, for the cluster's last letter, the one before; a long option given
+     * a value it does not take (--resume=x) also sets optopt, to its own letter, but
+     * its argument starts with "--" */
+    for (int back = 0; optopt > 0 && optopt < 128 && isgraph(optopt) && back < 2; back++) {
+        const char *a = argv[optind - back];
+        if (optind - back >= 1 && a && a[0] == '-' && a[1] != '-' && strchr(a + 1, optopt)) {
+            snprintf(buf, len, "-%c", optopt);
+            return buf;
+        }
     }
     return argv[optind - 1];
 }

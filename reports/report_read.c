@@ -594,7 +594,8 @@ static void case_read_rows(hid_t g, rp_case *c)
         c->tmin[j] = t[0];
         c->tmax[j] = t[dt[0] - 1];
         c->tmed[j] = dt[0] % 2 ? t[dt[0] / 2] : 0.5 * (t[dt[0] / 2 - 1] + t[dt[0] / 2]);
-        c->timing_ranks = (int64_t)dt[0];
+        if (j != RP_T_METRICS) /* the attention's timings say how many ranks ran */
+            c->timing_ranks = (int64_t)dt[0];
         free(t);
         t = NULL;
     }

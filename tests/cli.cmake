@@ -41,6 +41,14 @@ rb_cli_error(syntax_first 2 "syntax_first.ini:2: syntax error" ${R} -c ${RB_WORK
 rb_cli_error(unterminated 2 "unterminated.ini:1: section header without its closing" ${R} -c ${RB_WORK}/unterminated.ini)
 rb_cli_error(no_section 2 "no_section.ini:1: key head_dim before any \\[section\\]" ${R} -c ${RB_WORK}/no_section.ini)
 rb_cli_error(value_too_long 2 "model.head_dim = '64 .*not an integer \\(too long\\)" ${R} "--set=model.head_dim=64                                                                    garbage")
+# comments as libinih read them: after a section's ']', and ';' after a blank; a '#'
+# inside a value is part of it
+file(WRITE ${RB_WORK}/comments.ini "[model] ; the model\nhead_dim = 64\n[study];x\ndatasets = file\n"
+  "[file]#y\npath = /data/run #2.h5 ; a comment\n")
+rb_add_test(NAME cli_comments COMMAND ${R} -c ${RB_WORK}/comments.ini --set study.datasets=gaussian)
+set_tests_properties(cli_comments PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "head_dim = 64\n.*path = /data/run #2.h5\n")
+rb_cli_error(long_option_value 2 "run: unknown option '--resume=x'" ${RB_EXE} run --resume=x)
 rb_add_test(NAME cli_long_lines COMMAND ${R} -c ${RB_WORK}/long_lines.ini)
 set_tests_properties(cli_long_lines PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 128\n.*short_factor = (1\\.0,)+1\\.0\nlong_factor = (1\\.0,)+2\\.0\n")
