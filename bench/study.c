@@ -1,11 +1,14 @@
 /* study.c — `ropebench run`: validates the study, then for every case generates the
  * rank's shard, applies RoPE, runs ring (full) or probe attention, and writes rows,
  * timings and provenance through the results interface. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -763,6 +766,32 @@ cleanup:
     return rc;
 }
 
+/* Take the run's lock: an exclusive, non-blocking flock on OUT.lock (created if need
+ * be). The kernel drops it when the process ends, however it ends, so a crashed run
+ * leaves at most an unlocked file behind. RB_OK with *fd set, or an error naming the
+ * other run. */
+static int lock_output(const char *out, char *path, size_t len, int *fd, char *err,
+                       size_t errlen)
+{
+    snprintf(path, len, "%s.lock", out);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return rb_errf(err, errlen, RB_EIO, "-o %s: cannot create its lock file %s: %s", out,
+                       path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        const int e = errno;
+        close(*fd);
+        *fd = -1;
+        path[0] = '\0';
+        return e == EWOULDBLOCK
+                   ? rb_errf(err, errlen, RB_EINVAL, "-o %s: another ropebench run is writing "
+                             "this file (it holds %s.lock)", out, out)
+                   : rb_errf(err, errlen, RB_EIO, "-o %s: cannot lock %s.lock: %s", out, out,
+                             strerror(e));
+    }
+    return RB_OK;
+}
+
 /* The results file may only replace a regular file, and never one the study reads: the
  * config or the file dataset's input (a FIFO, /dev/full or /dev/null would block or
  * fail one rank's write while the others wait; an input given as -o would be truncated
@@ -837,6 +866,8 @@ int rb_cmd_run(int argc, char **argv)
     rb_config cfg;
     int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0, mpi_up = 0;
     const char *cfg_path = NULL, *out_path = "results.h5", *kernel_why = NULL;
+    char lock_path[4200] = "";
+    int lock_fd = -1;
     char **sets = NULL;
     int n_sets = 0;
     memset(&r, 0, sizeof r);
@@ -960,6 +991,19 @@ int rb_cmd_run(int argc, char **argv)
     r.abort_after = ab ? atoi(ab) : 0;
 
     r.t_start = MPI_Wtime();
+    /* one run per results file: rank 0 holds an exclusive lock on OUT.lock from before
+     * the file is created (or reopened) until the run ends, and every rank hears */
+    {
+        int held = r.rank == 0 ? lock_output(out_path, lock_path, sizeof lock_path, &lock_fd,
+                                             r.err, sizeof r.err)
+                               : RB_OK;
+        MPI_Bcast(&held, 1, MPI_INT, 0, r.comm);
+        if (held != RB_OK) {
+            if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+            exit_code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
+    }
     int reopened = 0;
     if (r.resume && access(out_path, F_OK) == 0) {
         rc = open_for_resume(&r, out_path);
@@ -1005,6 +1049,10 @@ int rb_cmd_run(int argc, char **argv)
 
 cleanup:
     if (r.res) rb_results_close(r.res, NULL, 0);
+    if (lock_fd >= 0) { /* unlinked while held: a waiting run takes a new file */
+        unlink(lock_path);
+        close(lock_fd);
+    }
     if (have_cfg) rb_config_free(&cfg);
     free(sets);
     if (mpi_up) MPI_Finalize();
