@@ -203,12 +203,21 @@ static int path_exists(hid_t file, const char *path)
             *p = '\0';
             htri_t e = H5Lexists(file, buf, H5P_DEFAULT);
             *p = c;
-            if (e <= 0)
-                return e < 0 ? -1 : 0;
+            if (e <= 0) /* e < 0: what holds this link is not a group */
+                return e < 0 ? -2 : 0;
             if (c == '\0')
                 return 1;
         }
     }
+}
+
+/* The error for a path_exists() result below 0. */
+static int path_error(char *err, size_t errlen, const char *path, int e)
+{
+    return e == -2 ? rb_errf(err, errlen, RB_EFORMAT, "results: %s: a part of the path is not "
+                             "a group (not written by ropebench, or damaged)", path)
+                   : rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path",
+                             path ? path : "(null)");
 }
 
 /* rb_results_exists: see rb_results.h. Returns -1 on a bad path. */
@@ -218,7 +227,7 @@ int rb_results_exists(rb_results *r, const char *path)
         return -1;
     int e = path_exists(r->file, path);
     H5Eclear2(H5E_DEFAULT);
-    return e;
+    return e < 0 ? -1 : e;
 }
 
 /* Open the object at path, creating a group (and its parents) when it is missing. */
@@ -229,8 +238,7 @@ static int open_or_make_group(rb_results *r, const char *path, hid_t *obj, char 
     hid_t g = H5I_INVALID_HID;
     int e = path_exists(r->file, path);
     if (e < 0)
-        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path",
-                       path ? path : "(null)");
+        return path_error(err, errlen, path, e);
     if (e == 0)
         H5TRY(g = H5Gcreate2(r->file, path, r->lcpl, H5P_DEFAULT, H5P_DEFAULT),
               "H5Gcreate2");
@@ -425,7 +433,7 @@ int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
     int e = path_exists(r->file, path);
     H5Eclear2(H5E_DEFAULT);
     if (e < 0)
-        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path", path);
+        return path_error(err, errlen, path, e);
     if (e > 0)
         H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
 cleanup:
@@ -445,8 +453,7 @@ static int dset_create(rb_results *r, const char *path, hid_t ft, int rank,
     int e = path_exists(r->file, path);
     H5Eclear2(H5E_DEFAULT);
     if (e < 0)
-        return rb_errf(err, errlen, RB_EINVAL, "results: %s: not an absolute path",
-                       path ? path : "(null)");
+        return path_error(err, errlen, path, e);
     if (e > 0)
         H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
     H5TRY(*fspace = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");
