@@ -1018,7 +1018,12 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
     rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
-    if (rc == RB_OK && !reopened) rc = measure_peaks(&r);
+    /* a resumed file has its peaks unless the first run stopped before measuring them
+     * (or the file lost them): then they are measured now, so the report has them */
+    if (rc == RB_OK && (!reopened ||
+                        rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
+                        rb_results_exists(r.res, "/provenance/triad_gbps") != 1))
+        rc = measure_peaks(&r);
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
