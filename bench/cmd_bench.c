@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -838,30 +837,10 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    if (o.out) {
-        /* before anything is measured: -o must be a regular file, or a new one in a
-         * directory that exists and can be written */
-        struct stat st;
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", o.out);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            slash[slash == dir ? 1 : 0] = '\0';
-        const char *d = slash ? dir : ".";
-        const char *why = NULL;
-        if (stat(o.out, &st) == 0) {
-            if (!S_ISREG(st.st_mode))
-                why = "not a regular file";
-        } else if (errno != ENOENT) {
-            why = strerror(errno);
-        } else if (access(d, W_OK | X_OK) != 0) {
-            why = "its directory does not exist or cannot be written";
-        }
-        if (why) {
-            fprintf(stderr, "ropebench: bench: -o %s: %s\n", o.out, why);
-            code = RB_EXIT_USAGE;
-            goto cleanup;
-        }
+    if (o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) {
+        fprintf(stderr, "ropebench: bench: %s\n", err); /* before anything is measured */
+        code = RB_EXIT_USAGE;
+        goto cleanup;
     }
     if (o.json && !(jf = fopen(o.json, "w"))) {
         fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n", o.json,

@@ -2,7 +2,10 @@
 #include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rb_bench.h"
 #include "rb_build.h"
@@ -29,6 +32,27 @@ const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
         }
     }
     return argv[optind - 1];
+}
+
+/* rb_cli_check_output: see rb_bench.h. */
+int rb_cli_check_output(const char *out, char *err, size_t errlen)
+{
+    struct stat st;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir ? 1 : 0] = '\0';
+    if (stat(out, &st) == 0)
+        return S_ISREG(st.st_mode) ? RB_OK
+                                   : rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular "
+                                             "file (the results file is written there)", out);
+    if (errno != ENOENT)
+        return rb_errf(err, errlen, RB_EIO, "-o %s: %s", out, strerror(errno));
+    if (access(slash ? dir : ".", W_OK | X_OK) != 0)
+        return rb_errf(err, errlen, RB_EIO, "-o %s: its directory does not exist or cannot "
+                       "be written", out);
+    return RB_OK;
 }
 
 static void usage(FILE *f)

@@ -169,4 +169,9 @@ const char *rb_version_string(void);
  * short form; the result is valid while buf and argv are. */
 const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
 
+/* Where -o may write a results file, checked before any work: an existing regular file,
+ * or a new file in a directory that exists and can be written (a device or FIFO would
+ * block or fail one rank's collective write). RB_OK, or an error "-o OUT: why". */
+int rb_cli_check_output(const char *out, char *err, size_t errlen);
+
 #endif

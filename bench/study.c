@@ -800,11 +800,9 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
                              char *err, size_t errlen)
 {
     struct stat so, si;
-    if (stat(out, &so) != 0)
-        return RB_OK; /* a new file: rb_results_create reports what goes wrong */
-    if (!S_ISREG(so.st_mode))
-        return rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular file (the results file "
-                       "is written there)", out);
+    int rc = rb_cli_check_output(out, err, errlen);
+    if (rc != RB_OK || stat(out, &so) != 0)
+        return rc; /* an error, or a new file */
     if (cfg_path && stat(cfg_path, &si) == 0 && si.st_dev == so.st_dev &&
         si.st_ino == so.st_ino)
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's config file (-c %s): "
