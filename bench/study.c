@@ -7,9 +7,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,10 +34,80 @@ typedef struct {
     int resume;
     int quiet;
     int case_no, n_cases;
+    int n_kept;      /* cases complete in the file: flushed by this run or kept on resume */
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
     double t_start;
     char err[1024];
 } rb_run;
+
+/* The end of a run that failed after its results file was opened. The file is left as
+ * its last flush left it: every finished case ends with a flush, and nothing written
+ * after that is trusted. It is not closed, because closing after a failed write can make
+ * it unreadable (the close rewrites the superblock at offset 0, which still succeeds,
+ * pointing at metadata that could not be written past the point of failure) or hang
+ * (the ranks take different paths inside H5Fclose, one flushing metadata collectively,
+ * another truncating: seen with a full file system, libhdf5 1.10.8 and ROMIO); and so
+ * MPI_Finalize is not called either (HDF5 closes its open files there). The ranks meet
+ * first, so that rank 0's lines are out before mpirun ends the job, under a watchdog in
+ * case one of them is stuck in a collective: after RB_FAIL_WATCHDOG_S seconds a rank
+ * says so and exits anyway. Rank 0 removes the run's lock file. Exits RB_EXIT_FAIL. */
+#define RB_FAIL_WATCHDOG_S 20
+static char watchdog_msg[160];
+static size_t watchdog_len;
+static char watchdog_unlink[4200];
+
+static void fail_watchdog_fire(int sig)
+{
+    (void)sig;
+    if (write(STDERR_FILENO, watchdog_msg, watchdog_len) < 0) { /* nothing more to do */ }
+    if (watchdog_unlink[0]) unlink(watchdog_unlink);
+    _exit(RB_EXIT_FAIL);
+}
+
+static void fail_exit(MPI_Comm comm, const char *lock)
+{
+    snprintf(watchdog_msg, sizeof watchdog_msg,
+             "ropebench: the other ranks did not stop within %d s; exiting\n",
+             RB_FAIL_WATCHDOG_S);
+    watchdog_len = strlen(watchdog_msg);
+    snprintf(watchdog_unlink, sizeof watchdog_unlink, "%s", lock ? lock : "");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fail_watchdog_fire;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(RB_FAIL_WATCHDOG_S);
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Barrier(comm);
+    if (lock) unlink(lock);
+    _exit(RB_EXIT_FAIL);
+}
+
+/* space_hint: after a failed run, one line on why writes to `out` may have failed (its
+ * file system full, or the file at the process's file-size limit), or nothing. */
+static void space_hint(const char *out)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct statvfs vs;
+    struct stat st;
+    struct rlimit rl;
+    if (statvfs(dir, &vs) == 0 && (double)vs.f_bavail * (double)vs.f_frsize < 1048576.0)
+        fprintf(stderr, "ropebench: the file system of %s is full (%.0f KiB free)\n", out,
+                (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
+    if (stat(out, &st) == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY && (double)st.st_size + 65536.0 >= (double)rl.rlim_cur)
+        fprintf(stderr, "ropebench: %s reached the file-size limit of this process (%llu "
+                        "bytes, ulimit -f)\n", out, (unsigned long long)rl.rlim_cur);
+}
 
 static void usage(FILE *f)
 {
@@ -337,6 +410,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         if (rc == 1 && complete == 1) {
             done[mi] = 1;
             n_done++;
+            r->n_kept++;
         } else if ((rc = rb_results_remove(r->res, g, e, el)) != RB_OK) {
             goto cleanup;
         }
@@ -549,6 +623,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         }
         TRY(rb_results_attr_i64(r->res, g, "complete", 1, e, el));
         TRY(rb_results_flush(r->res, e, el));
+        r->n_kept++;
 
         if (r->rank == 0 && !r->quiet) {
             double me = 0;
@@ -987,6 +1062,16 @@ int rb_cmd_run(int argc, char **argv)
     }
     const char *ab = getenv("ROPEBENCH_TEST_ABORT_AFTER");
     r.abort_after = ab ? atoi(ab) : 0;
+    /* a file-size limit (ulimit -f) then fails a write with EFBIG, reported like any
+     * write error, instead of killing the rank inside a collective write */
+    signal(SIGXFSZ, SIG_IGN);
+    const char *fl = getenv("ROPEBENCH_TEST_FSIZE_LIMIT"); /* test hook: bytes */
+    if (fl) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_FSIZE, &rl);
+        rl.rlim_cur = (rlim_t)strtoull(fl, NULL, 10);
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
 
     r.t_start = MPI_Wtime();
     /* one run per results file: rank 0 holds an exclusive lock on OUT.lock from before
@@ -1031,10 +1116,18 @@ int rb_cmd_run(int argc, char **argv)
                 rc = run_group(&r, mode, lens[k], cfg.datasets[di]);
     }
     if (rc != RB_OK) {
-        if (r.rank == 0)
-            fprintf(stderr, "\nropebench: %s\nropebench: finished cases stay readable in %s\n",
-                    r.err, out_path);
-        exit_code = RB_EXIT_FAIL;
+        if (r.rank == 0) {
+            fprintf(stderr, "\nropebench: %s\n", r.err);
+            space_hint(out_path);
+            if (r.n_kept > 0)
+                fprintf(stderr,
+                        "ropebench: the %d finished case(s) stay readable in %s "
+                        "(run again with --resume to do the rest)\n",
+                        r.n_kept, out_path);
+            else
+                fprintf(stderr, "ropebench: no case was finished in %s\n", out_path);
+        }
+        fail_exit(r.comm, r.rank == 0 && lock_fd >= 0 ? lock_path : NULL);
     }
     {
         char cerr[512];

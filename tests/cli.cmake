@@ -185,6 +185,13 @@ rb_add_test(NAME e2e_interrupted_resume COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOU
   ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 -- ${RB_MPIEXEC_CMD})
 set_tests_properties(e2e_interrupted_resume PROPERTIES FIXTURES_REQUIRED small_np1)
 set_property(TEST e2e_interrupted_resume APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
+# a results file that stops taking writes part way (file-size limit, as a full disk):
+# exit 1, no hang, the finished cases readable, --resume completes it
+rb_add_test(NAME e2e_write_failure COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/write_failure.py
+  ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_write_failure PROPERTIES FIXTURES_REQUIRED small_np1 LABELS "cli;mpi"
+  PROCESSORS 2 TIMEOUT 600)
+set_property(TEST e2e_write_failure APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
 rb_add_test(NAME e2e_report_small COMMAND ${RB_EXE} report ${RB_WORK}/small_np1.h5 -o ${RB_WORK}/small_report)
 set_tests_properties(e2e_report_small PROPERTIES FIXTURES_REQUIRED small_np1)
 
