@@ -430,9 +430,14 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
 }
 
 /* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
- * MPI_COMM_WORLD (this command runs on one rank). */
+ * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
+ * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
+ * the superblock to point at metadata that could not be written, and an existing
+ * results file would no longer open (the same reason as a failed `ropebench run`, see
+ * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
+ * close it. */
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
-                    const bench_opts *o, char *err, size_t el)
+                    const bench_opts *o, char *err, size_t el, int *abandoned)
 {
     rb_results *res = NULL;
     int rc = 0;
@@ -528,11 +533,14 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             goto cleanup;
     }
 cleanup:
-    if (res) {
+    if (res && rc) {
+        *abandoned = 1;
+    } else if (res) {
         char e2[256];
         int crc = rb_results_close(res, e2, sizeof e2);
         if (!rc && crc) {
             rc = crc;
+            *abandoned = 1; /* the close may have left the file open */
             snprintf(err, el, "%s", e2);
         }
     }
@@ -856,6 +864,7 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
         mpi_up = 1;
+        rb_cli_fsize_hook();
         if (access(o.out, F_OK) == 0) {
             rb_results *res = NULL;
             if (rb_results_open(&res, o.out, MPI_COMM_WORLD, err, sizeof err)) {
@@ -926,9 +935,19 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_FAIL;
         goto cleanup;
     }
-    if (o.out && write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err)) {
+    int abandoned = 0;
+    if (o.out && write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned)) {
         fprintf(stderr, "ropebench: bench: %s\n", err);
         code = RB_EXIT_FAIL;
+        if (abandoned) {
+            rb_cli_space_hint(o.out);
+            fprintf(stderr, "ropebench: bench: %s was not closed after the failed write, so "
+                            "it still holds what it held before\n", o.out);
+            if (jf) fclose(jf);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(RB_EXIT_FAIL);
+        }
         goto cleanup;
     }
 cleanup:

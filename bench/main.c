@@ -1,10 +1,14 @@
 /* main.c — the ropebench command: dispatches to run, report, freqs, info and bench. */
 #include <ctype.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "rb_bench.h"
@@ -32,6 +36,43 @@ const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
         }
     }
     return argv[optind - 1];
+}
+
+/* rb_cli_fsize_hook: see rb_bench.h. */
+void rb_cli_fsize_hook(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    const char *fl = getenv("ROPEBENCH_TEST_FSIZE_LIMIT");
+    if (fl) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_FSIZE, &rl);
+        rl.rlim_cur = (rlim_t)strtoull(fl, NULL, 10);
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+}
+
+/* rb_cli_space_hint: see rb_bench.h. */
+void rb_cli_space_hint(const char *out)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct statvfs vs;
+    struct stat st;
+    struct rlimit rl;
+    if (statvfs(dir, &vs) == 0 && (double)vs.f_bavail * (double)vs.f_frsize < 1048576.0)
+        fprintf(stderr, "ropebench: the file system of %s is full (%.0f KiB free)\n", out,
+                (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
+    if (stat(out, &st) == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY && (double)st.st_size + 65536.0 >= (double)rl.rlim_cur)
+        fprintf(stderr, "ropebench: %s is at or near the file-size limit of this process (%llu "
+                        "bytes, ulimit -f)\n", out, (unsigned long long)rl.rlim_cur);
 }
 
 /* rb_cli_check_output: see rb_bench.h. */

@@ -174,4 +174,17 @@ const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
  * block or fail one rank's collective write). RB_OK, or an error "-o OUT: why". */
 int rb_cli_check_output(const char *out, char *err, size_t errlen);
 
+/* rb_cli_fsize_hook: called by run and bench once MPI is up, before the results file is
+ * opened. Ignores SIGXFSZ, so that a file-size limit (ulimit -f) fails a write with
+ * EFBIG, reported like any failed write, instead of killing the process in the middle of
+ * a collective write. Test hook: ROPEBENCH_TEST_FSIZE_LIMIT=BYTES sets that limit here,
+ * after MPI_Init (whose shared-memory files a limit set before would break), so that the
+ * tests can make writes fail the way a full file system does. */
+void rb_cli_fsize_hook(void);
+
+/* rb_cli_space_hint: after a write to the results file `out` failed, print on stderr one
+ * line per likely cause that holds (its file system has under 1 MiB free; the file is
+ * within 64 KiB of this process's file-size limit), or nothing. */
+void rb_cli_space_hint(const char *out);
+
 #endif

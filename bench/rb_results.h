@@ -87,10 +87,20 @@ int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
 int rb_results_exists(rb_results *r, const char *path);
 
 /* Push everything written so far to disk (H5Fflush), so that an interruption later
- * leaves it readable. */
+ * leaves it readable. First rank 0 makes sure the file system will take the whole flush
+ * (fallocate: blocks for the file's holes, and past its end room for all the metadata
+ * the cache holds + 64 KiB, also checked against the file-size limit): a flush writes
+ * the superblock at offset 0 first, so if the rest were refused the file would point at
+ * what was never written. Where the room is not there (ENOSPC, EFBIG, EDQUOT) nothing
+ * is flushed and RB_EIO says "no room ..."; the file is then as its previous flush left
+ * it, and should be left unclosed (see rb_results_close). */
 int rb_results_flush(rb_results *r, char *err, size_t errlen);
 
-/* Close and free (NULL ok). Returns the first error met while closing. */
+/* Close and free (NULL ok). Returns the first error met while closing. The close takes
+ * the same disk blocks first as rb_results_flush; where it cannot, the HDF5 file is
+ * not closed but left as its last flush left it (r is freed all the same), and the
+ * caller must then exit without MPI_Finalize, where HDF5 would close it. After any
+ * failed write the caller should not close at all, for the same reason. */
 int rb_results_close(rb_results *r, char *err, size_t errlen);
 
 /* "1.10.8" etc. of the backend library, for provenance. */

@@ -1,10 +1,15 @@
 /* results_hdf5.c — the parallel-HDF5 backend of rb_results.h (mpio driver, collective I/O). */
 #include "rb_results.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rb_kernels.h"
 
@@ -14,6 +19,7 @@ struct rb_results {
     hid_t lcpl; /* creates missing parent groups */
     MPI_Comm comm;
     int rank, nranks;
+    char *path; /* as opened, for the disk reservation (reserve_blocks) */
 };
 
 /* ---- errors ----------------------------------------------------------------------- */
@@ -36,8 +42,12 @@ static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data)
     return 0;
 }
 
-/* Fill err with "results: <path>: <call> failed: <HDF5's innermost message> (in
- * <H5 function>, <file>:<line>)", clear the HDF5 error stack and return code. */
+/* The results file open in this process (one at a time: run and bench each open one),
+ * named in every HDF5 error, so that a failed write says which file it was. */
+static const char *h5_file_name;
+
+/* Fill err with "results: <file>: <path>: <call> failed: <HDF5's innermost message> (in
+ * <H5 function>, <source file>:<line>)", clear the HDF5 error stack and return code. */
 static int h5_fail(char *err, size_t errlen, int code, const char *file, int line,
                    const char *path, const char *call)
 {
@@ -46,11 +56,19 @@ static int h5_fail(char *err, size_t errlen, int code, const char *file, int lin
     H5Eclear2(H5E_DEFAULT);
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
+    const char *fn = h5_file_name ? h5_file_name : "?";
+    if (strcmp(fn, path) == 0 || !h5_file_name) { /* the file itself (open, close) */
+        if (in.found)
+            return rb_errf(err, errlen, code, "results: %s: %s failed: %s (in %s, %s:%d)",
+                           path, call, in.desc, in.func, base, line);
+        return rb_errf(err, errlen, code, "results: %s: %s failed (%s:%d)", path, call,
+                       base, line);
+    }
     if (in.found)
-        return rb_errf(err, errlen, code, "results: %s: %s failed: %s (in %s, %s:%d)",
-                       path, call, in.desc, in.func, base, line);
-    return rb_errf(err, errlen, code, "results: %s: %s failed (%s:%d)", path, call, base,
-                   line);
+        return rb_errf(err, errlen, code, "results: %s: %s: %s failed: %s (in %s, %s:%d)",
+                       fn, path, call, in.desc, in.func, base, line);
+    return rb_errf(err, errlen, code, "results: %s: %s: %s failed (%s:%d)", fn, path, call,
+                   base, line);
 }
 
 /* Evaluate an HDF5 call; on a negative result record HDF5's message and jump to the
@@ -77,6 +95,55 @@ static int agree(rb_results *r, int rc, char *err, size_t errlen, const char *pa
 
 /* ---- file ------------------------------------------------------------------------- */
 
+/* Room kept for a flush or close beyond what the metadata cache holds: the metadata and
+ * small-data aggregators' blocks (2 KiB each by default) and what the flush allocates. */
+#define RB_RESERVE_SLACK ((off_t)64 << 10)
+
+/* reserve_blocks: before a flush or close, make sure the file system will take every
+ * write it makes. A flush writes the dirty metadata wherever HDF5 allocated it, some of
+ * it in holes below the file's end (raw data allocated after it was written first) and
+ * some past the end, and the superblock at offset 0, which is written first: if the rest
+ * is then refused (a full file system, a file-size limit), the file no longer opens. So
+ * rank 0 gives the holes their disk blocks (fallocate over the file, which changes no
+ * byte) and reserves blocks past the end for at most all the metadata the cache holds
+ * (H5Fget_mdc_size) + RB_RESERVE_SLACK (FALLOC_FL_KEEP_SIZE, so the size stays HDF5's),
+ * and checks that much growth against the process's file-size limit. A file system
+ * that cannot reserve (EOPNOTSUPP) is let through as before. Collective: the ranks
+ * agree. RB_EIO "no room ..." when the room is not there. */
+static int reserve_blocks(rb_results *r, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    size_t max_size = 0, min_clean = 0, cur_size = 0;
+    int n_entries = 0;
+    const char *path = "/";
+    H5TRY(H5Fget_mdc_size(r->file, &max_size, &min_clean, &cur_size, &n_entries),
+          "H5Fget_mdc_size");
+    if (r->rank == 0) {
+        const off_t extra = (off_t)cur_size + RB_RESERVE_SLACK;
+        int fd = open(r->path, O_WRONLY | O_CLOEXEC);
+        struct stat st;
+        struct rlimit rl;
+        if (fd >= 0 && fstat(fd, &st) == 0) {
+            int e = 0;
+            if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                (double)st.st_size + (double)extra > (double)rl.rlim_cur)
+                e = EFBIG;
+            else if ((st.st_size > 0 && fallocate(fd, 0, 0, st.st_size) != 0) ||
+                     fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, extra) != 0)
+                e = errno;
+            if (e == ENOSPC || e == EFBIG || e == EDQUOT)
+                rc = rb_errf(err, errlen, RB_EIO,
+                             "results: %s: no room to write its metadata (%lld bytes past "
+                             "its %lld): %s",
+                             r->path, (long long)extra, (long long)st.st_size, strerror(e));
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+cleanup:
+    return agree(r, rc, err, errlen, path);
+}
+
 static int open_common(rb_results **out, const char *path, MPI_Comm comm, int create,
                        char *err, size_t errlen)
 {
@@ -97,6 +164,11 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     }
     MPI_Comm_rank(r->comm, &r->rank);
     MPI_Comm_size(r->comm, &r->nranks);
+    if (!(r->path = strdup(path))) {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", path);
+        goto cleanup;
+    }
+    h5_file_name = r->path;
 
     H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");
     H5TRY(H5Pset_fapl_mpio(fapl, r->comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
@@ -144,6 +216,8 @@ int rb_results_flush(rb_results *r, char *err, size_t errlen)
     const char *path = "/";
     if (!r)
         return rb_errf(err, errlen, RB_EINVAL, "results: flush of a closed file");
+    if ((rc = reserve_blocks(r, err, errlen)) != RB_OK)
+        return rc;
     H5TRY(H5Fflush(r->file, H5F_SCOPE_GLOBAL), "H5Fflush");
 cleanup:
     return rc;
@@ -163,8 +237,13 @@ int rb_results_close(rb_results *r, char *err, size_t errlen)
             rc = rb_errf(err, errlen, RB_EIO,
                          "results: %zd HDF5 objects still open at close (backend leak)",
                          n - 1);
-        if (H5Fclose(r->file) < 0 && rc == RB_OK)
+        int rrc = reserve_blocks(r, rc == RB_OK ? err : NULL, rc == RB_OK ? errlen : 0);
+        if (rrc != RB_OK) {
+            if (rc == RB_OK)
+                rc = rrc;
+        } else if (H5Fclose(r->file) < 0 && rc == RB_OK) {
             rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fclose");
+        }
     }
     if (r->dxpl >= 0)
         H5Pclose(r->dxpl);
@@ -172,6 +251,9 @@ int rb_results_close(rb_results *r, char *err, size_t errlen)
         H5Pclose(r->lcpl);
     if (r->comm != MPI_COMM_NULL && r->comm != 0)
         MPI_Comm_free(&r->comm);
+    if (h5_file_name == r->path)
+        h5_file_name = NULL;
+    free(r->path);
     free(r);
     return rc;
 }

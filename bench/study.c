@@ -10,9 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +33,7 @@ typedef struct {
     int quiet;
     int case_no, n_cases;
     int n_kept;      /* cases complete in the file: flushed by this run or kept on resume */
+    int n_flushed;   /* flushes of the file that succeeded in this run */
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
     double t_start;
     char err[1024];
@@ -82,31 +81,6 @@ static void fail_exit(MPI_Comm comm, const char *lock)
     MPI_Barrier(comm);
     if (lock) unlink(lock);
     _exit(RB_EXIT_FAIL);
-}
-
-/* space_hint: after a failed run, one line on why writes to `out` may have failed (its
- * file system full, or the file at the process's file-size limit), or nothing. */
-static void space_hint(const char *out)
-{
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    struct statvfs vs;
-    struct stat st;
-    struct rlimit rl;
-    if (statvfs(dir, &vs) == 0 && (double)vs.f_bavail * (double)vs.f_frsize < 1048576.0)
-        fprintf(stderr, "ropebench: the file system of %s is full (%.0f KiB free)\n", out,
-                (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
-    if (stat(out, &st) == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
-        rl.rlim_cur != RLIM_INFINITY && (double)st.st_size + 65536.0 >= (double)rl.rlim_cur)
-        fprintf(stderr, "ropebench: %s reached the file-size limit of this process (%llu "
-                        "bytes, ulimit -f)\n", out, (unsigned long long)rl.rlim_cur);
 }
 
 static void usage(FILE *f)
@@ -624,6 +598,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         TRY(rb_results_attr_i64(r->res, g, "complete", 1, e, el));
         TRY(rb_results_flush(r->res, e, el));
         r->n_kept++;
+        r->n_flushed++;
 
         if (r->rank == 0 && !r->quiet) {
             double me = 0;
@@ -738,6 +713,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_write_strings(r->res, "/provenance/rank_binding", topo.nranks,
                                  (const char *const *)topo.rank_binding, 0, e, el));
     TRY(rb_results_flush(r->res, e, el));
+    r->n_flushed++;
     if (r->rank == 0 && !r->quiet) {
         fprintf(stderr, "ropebench %s: %d rank(s) on %d host(s); %s\n", RB_VERSION,
                 r->nranks, topo.nhosts, topo.summary);
@@ -1062,16 +1038,7 @@ int rb_cmd_run(int argc, char **argv)
     }
     const char *ab = getenv("ROPEBENCH_TEST_ABORT_AFTER");
     r.abort_after = ab ? atoi(ab) : 0;
-    /* a file-size limit (ulimit -f) then fails a write with EFBIG, reported like any
-     * write error, instead of killing the rank inside a collective write */
-    signal(SIGXFSZ, SIG_IGN);
-    const char *fl = getenv("ROPEBENCH_TEST_FSIZE_LIMIT"); /* test hook: bytes */
-    if (fl) {
-        struct rlimit rl;
-        getrlimit(RLIMIT_FSIZE, &rl);
-        rl.rlim_cur = (rlim_t)strtoull(fl, NULL, 10);
-        setrlimit(RLIMIT_FSIZE, &rl);
-    }
+    rb_cli_fsize_hook();
 
     r.t_start = MPI_Wtime();
     /* one run per results file: rank 0 holds an exclusive lock on OUT.lock from before
@@ -1118,12 +1085,15 @@ int rb_cmd_run(int argc, char **argv)
     if (rc != RB_OK) {
         if (r.rank == 0) {
             fprintf(stderr, "\nropebench: %s\n", r.err);
-            space_hint(out_path);
+            rb_cli_space_hint(out_path);
             if (r.n_kept > 0)
                 fprintf(stderr,
                         "ropebench: the %d finished case(s) stay readable in %s "
                         "(run again with --resume to do the rest)\n",
                         r.n_kept, out_path);
+            else if (!reopened && r.n_flushed == 0 && unlink(out_path) == 0)
+                fprintf(stderr, "ropebench: no case was finished and nothing readable was "
+                                "written; removed %s\n", out_path);
             else
                 fprintf(stderr, "ropebench: no case was finished in %s\n", out_path);
         }
@@ -1133,9 +1103,14 @@ int rb_cmd_run(int argc, char **argv)
         char cerr[512];
         int crc = rb_results_close(r.res, cerr, sizeof cerr);
         r.res = NULL;
-        if (crc != RB_OK && exit_code == 0) {
-            if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", cerr);
-            exit_code = RB_EXIT_FAIL;
+        if (crc != RB_OK) { /* the file may be left open: no MPI_Finalize (fail_exit) */
+            if (r.rank == 0) {
+                fprintf(stderr, "ropebench: %s\n", cerr);
+                rb_cli_space_hint(out_path);
+                fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s\n",
+                        r.n_kept, out_path);
+            }
+            fail_exit(r.comm, r.rank == 0 && lock_fd >= 0 ? lock_path : NULL);
         }
     }
     if (exit_code == 0 && r.rank == 0 && !r.quiet)

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""write_failure.py — a run whose results file stops taking writes part way (a file-size
-limit set through the ROPEBENCH_TEST_FSIZE_LIMIT hook, which fails writes the way a full
-file system does) must exit 1 without hanging, say in one line what failed and that the
-file reached the limit, say how many cases stay readable — and they must: the file opens,
-exactly that many cases are complete with readable lse, `ropebench report` works on it,
-the lock file is gone, and `run --resume` without the limit completes it equal to an
-uninterrupted run (REFERENCE, compared by compare_results.py). A limit hit before the
-first case gives "no case was finished" and a file that still opens.
+"""write_failure.py — a run whose results file stops taking writes (a file-size limit set
+through the ROPEBENCH_TEST_FSIZE_LIMIT hook, which fails writes the way a full file
+system does) must exit 1 without hanging, say in its first line what failed on which
+file, say that the limit stopped it, and say how many cases stay readable — and they
+must: the file opens, exactly that many cases are complete with readable lse, `ropebench
+report` works on it and the lock file is gone. Three places to be stopped: at a flush
+(the room it reserves for its metadata is not there; then `run --resume` without the
+limit must complete the file equal to an uninterrupted run, REFERENCE, by
+compare_results.py), in a dataset write between two flushes (--dump-inputs of longer
+cases), and before anything readable was written (the run removes the file it made).
+Also `ropebench bench -o` into an existing results file that cannot grow: exit 1, and
+the file still opens with all its cases unchanged.
 
 usage: write_failure.py WORKDIR ROPEBENCH CONFIG REFERENCE.h5 -- mpiexec-command-prefix...
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -37,19 +42,32 @@ def main():
     failed = []
 
     # the size a whole run writes, to place the limits
-    whole = os.path.join(work, "write-whole.h5")
-    if os.path.exists(whole):
-        os.remove(whole)
-    w = subprocess.run(mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", whole],
-                       capture_output=True, text=True, timeout=240)
-    if w.returncode != 0:
-        print(f"FAIL: the unlimited run exited {w.returncode}: {w.stderr[-800:]}")
-        return 1
-    size = os.path.getsize(whole)
+    sizes = {}
+    big = ["--dump-inputs", "--set", "study.seq_lens=2048", "--set",
+           "study.probe_seq_lens=4096"]
+    for key, extra in (("small", []), ("big", big)):
+        whole = os.path.join(work, f"write-whole-{key}.h5")
+        if os.path.exists(whole):
+            os.remove(whole)
+        w = subprocess.run(mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", whole] + extra,
+                           capture_output=True, text=True, timeout=240)
+        if w.returncode != 0:
+            print(f"FAIL: the unlimited run exited {w.returncode}: {w.stderr[-800:]}")
+            return 1
+        sizes[key] = os.path.getsize(whole)
 
     out = os.path.join(work, "write-limited.h5")
-    run = mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", out]
-    for label, limit in (("part way", int(size * 0.6)), ("before any case", 20000)):
+    # "part way": the limit is met by the room a flush reserves for its metadata;
+    # "in a raw write": by a case's large inputs (--dump-inputs) between two flushes
+    # (where the limit falls decides which one meets it first: four places are tried
+    # for the second, and one of them must meet it in a dataset write)
+    raw_hits = 0
+    for label, extra, limit, size in (
+            ("part way", [], int(sizes["small"] * 0.6), sizes["small"]),
+            ("before any case", [], 20000, sizes["small"])) + tuple(
+            ("in a raw write", big, int(sizes["big"] * f), sizes["big"])
+            for f in (0.5, 0.55, 0.6, 0.65)):
+        run = mpi + ["2", exe, "run", "-q", "-c", cfg, "-o", out] + extra
         if os.path.exists(out):
             os.remove(out)
         p, secs = run_limited(run, limit)
@@ -63,13 +81,21 @@ def main():
             continue
         if "Sanitizer" in p.stderr or "runtime error" in p.stderr:
             failed.append(f"{label}: sanitizer report: {p.stderr[-800:]!r}")
-        if not lines or "failed" not in lines[0] or out not in text:
+        if not lines or out not in lines[0] or \
+                ("failed" not in lines[0] and "no room" not in lines[0]):
             failed.append(f"{label}: first line does not name the failed write: {text!r}")
-        if "reached the file-size limit" not in text:
-            failed.append(f"{label}: no line about the file-size limit: {text!r}")
+        if "the file-size limit" not in text and "File too large" not in lines[0]:
+            failed.append(f"{label}: nothing says the file-size limit stopped it: {text!r}")
         if os.path.exists(out + ".lock"):
             failed.append(f"{label}: the lock file was left behind")
         m = re.search(r"the (\d+) finished case\(s\) stay readable", text)
+        if label == "before any case" and not os.path.exists(out):
+            # nothing readable was flushed: the run removes the file it created
+            if "no case was finished" not in text or "removed" not in text:
+                failed.append(f"{label}: the file is gone but the message says {text!r}")
+            print(f"{label}: limit {limit} of {size} bytes, exit 1 in {secs:.1f} s, "
+                  "file removed")
+            continue
         try:
             with h5py.File(out, "r") as f:
                 cases = f.get("cases")
@@ -83,14 +109,16 @@ def main():
         except OSError as e:
             failed.append(f"{label}: the file does not open: {e}")
             continue
-        if label == "part way":
+        if label != "before any case":
             if not m or int(m.group(1)) != len(done) or not done:
                 failed.append(f"{label}: message says {m.group(1) if m else 'nothing'} "
                               f"finished cases, the file has {len(done)} complete")
             r = subprocess.run([exe, "report", out, "-o", os.path.join(work, "write-report")],
                                capture_output=True, text=True, timeout=120)
             if r.returncode != 0:
-                failed.append(f"report failed on the file: {r.stderr.strip()}")
+                failed.append(f"{label}: report failed on the file: {r.stderr.strip()}")
+        raw_hits += label == "in a raw write" and "H5Dwrite failed" in lines[0]
+        if label == "part way":
             q = subprocess.run(run + ["--resume"], capture_output=True, text=True,
                                timeout=240)
             if q.returncode != 0:
@@ -103,11 +131,37 @@ def main():
                 if c.returncode != 0:
                     failed.append("resumed file differs from the uninterrupted run:\n" +
                                   c.stdout)
-        else:
+        if label == "before any case":
             if "no case was finished" not in text or done:
                 failed.append(f"{label}: {len(done)} complete cases, message {text!r}")
         print(f"{label}: limit {limit} of {size} bytes, exit {p.returncode} in {secs:.1f} s, "
-              f"{len(done)} cases kept")
+              f"{len(done)} cases kept: {lines[0][:90]}")
+    if not raw_hits:
+        failed.append("in a raw write: no limit was met in a dataset write")
+
+    # `ropebench bench -o` into an existing results file that cannot grow: exit 1, and
+    # the file still holds every case it held (a close after the failed write would
+    # have made it unreadable)
+    target = os.path.join(work, "write-bench.h5")
+    shutil.copyfile(os.path.join(work, "write-whole-small.h5"), target)
+    with h5py.File(target, "r") as f:
+        before = {n: f["cases"][n]["rows/lse"][()] for n in f["cases"]}
+    env = dict(os.environ, ROPEBENCH_TEST_FSIZE_LIMIT=str(os.path.getsize(target) + 8000))
+    b = subprocess.run(mpi + ["1", exe, "bench", "--quick", "--only", "rope", "--kernels",
+                              "ref", "--threads", "1", "-o", target],
+                       env=env, capture_output=True, text=True, timeout=240)
+    blines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
+    if b.returncode != 1 or not blines or target not in blines[0]:
+        failed.append(f"bench -o: exit {b.returncode}, {b.stderr[-800:]!r}")
+    try:
+        with h5py.File(target, "r") as f:
+            after = {n: f["cases"][n]["rows/lse"][()] for n in f["cases"]}
+            if sorted(after) != sorted(before) or \
+                    any(not (after[n] == before[n]).all() for n in before):
+                failed.append("bench -o: the cases of the file changed")
+    except OSError as e:
+        failed.append(f"bench -o: the file does not open after the failed write: {e}")
+    print(f"bench -o: exit {b.returncode}: {blines[0][:100] if blines else ''}")
     for x in failed:
         print("FAIL:", x)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
