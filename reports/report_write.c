@@ -155,6 +155,27 @@ static void write_cases(FILE *o, const rp_file *f, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+    /* values the means leave out, so that a mean over fewer rows than shown is told */
+    int any = 0;
+    for (size_t i = 0; i < f->ncases; i++) {
+        const rp_case *c = &f->cases[i];
+        if (!c->complete || c->problem || c->nonfinite == 0)
+            continue;
+        if (!any)
+            fprintf(o, html ? "<p>Left out of the means as not finite (NaN or ±inf), "
+                              "entropy and lse values together: "
+                            : "\nLeft out of the means as not finite (NaN or ±inf), "
+                              "entropy and lse values together: ");
+        fprintf(o, "%s", any ? "; " : "");
+        if (html)
+            rp_html_esc(o, c->name);
+        else
+            rp_md_esc(o, c->name);
+        fprintf(o, " %lld", (long long)c->nonfinite);
+        any = 1;
+    }
+    if (any)
+        fprintf(o, html ? ".</p>\n" : ".\n");
 }
 
 /* The metrics summary (docs/metrics.md), as Markdown (html = 0) or HTML (html = 1). */

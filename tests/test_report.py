@@ -433,6 +433,28 @@ def damaged_cases(cmd, work, good):
             lines[0] or len(svgs) != len(SYNTHETIC_SVGS) - 1:
         fail("NaN share matrix: status %d, %d SVGs (want %d): %s" % (
             rc, len(svgs), len(SYNTHETIC_SVGS) - 1, (so + se)[-800:]))
+    # non-finite entropy and lse values: left out of the means, and the report says how
+    # many (the mean over the finite ones, against numpy)
+    def nonfinite(f):
+        f[P + "/rows/entropy"][0, 0] = np.nan
+        f[P + "/rows/lse"][-1, 1] = np.inf
+    p = variant("nonfinite", nonfinite)
+    out = os.path.join(work, "out-nonfinite")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    with h5py.File(p, "r") as f:
+        H = f[P + "/rows/entropy"][()]
+    want = float(np.mean(H[np.isfinite(H)]))
+    tab = md_table(text, "## Cases")
+    row = [r for r in (tab[1] if tab else []) if r[0] == P.split("/")[1]]
+    col = tab[0].index("mean entropy (nats)") if tab else -1
+    if rc != 0 or "Left out of the means as not finite" not in text or \
+            "pi-x4-L128-probe-needle 2." not in text and \
+            "pi-x4-L128-probe-needle 2;" not in text or \
+            len(row) != 1 or not close(row[0][col], want):
+        fail("non-finite rows: status %d, note or mean (want %.6f) wrong: %s" % (
+            rc, want, [l for l in text.splitlines() if "Left out" in l] + row))
     # dims far beyond the file's size (chunked, nothing written): refused, not allocated
     def huge(f):
         del f[P + "/rows/position"]
@@ -445,7 +467,8 @@ def damaged_cases(cmd, work, good):
     text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
     if rc < 0 or rc >= 128 or "more values than the file could hold" not in text:
         fail("huge dims: status %d, not refused: %s" % (rc, (so + se)[-500:]))
-    print("ok   damaged cases: external links/storage refused, twins, NaN share, huge dims")
+    print("ok   damaged cases: external links/storage refused, twins, NaN share, non-finite "
+          "rows, huge dims")
 
 
 def bench_new_file(bench, cmd, work):
