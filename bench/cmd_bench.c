@@ -453,9 +453,12 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     time_t now = time(NULL);
     struct tm tmv;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+    /* the new tables go to /bench.new first and replace /bench only once all of them
+     * are written: removing /bench first would let HDF5 put the new columns over the
+     * old ones' space, which the file on disk still points at until the next flush */
     if (access(path, F_OK) == 0) {
         if ((rc = rb_results_open(&res, path, MPI_COMM_WORLD, err, el))) goto cleanup;
-        if ((rc = rb_results_remove(res, "/bench", err, el))) goto cleanup;
+        if ((rc = rb_results_remove(res, "/bench.new", err, el))) goto cleanup;
     } else {
         /* a new file gets the root attributes of a results file, so that
          * `ropebench report` and other readers accept it (docs/results-format.md) */
@@ -470,17 +473,17 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
 #define STR_COL(name, expr)                                                                   \
     do {                                                                                      \
         for (int i = 0; i < n; i++) s[i] = (expr);                                            \
-        if ((rc = rb_results_write_strings(res, "/bench/" name, n, s, 0, err, el))) goto cleanup; \
+        if ((rc = rb_results_write_strings(res, "/bench.new/" name, n, s, 0, err, el))) goto cleanup; \
     } while (0)
 #define I64_COL(name, expr)                                                                   \
     do {                                                                                      \
         for (int i = 0; i < n; i++) iv[i] = (int64_t)(expr);                                  \
-        if ((rc = rb_results_write_i64(res, "/bench/" name, 1, dims, iv, 0, err, el))) goto cleanup; \
+        if ((rc = rb_results_write_i64(res, "/bench.new/" name, 1, dims, iv, 0, err, el))) goto cleanup; \
     } while (0)
 #define F64_COL(name, expr)                                                                   \
     do {                                                                                      \
         for (int i = 0; i < n; i++) dv[i] = (expr);                                           \
-        if ((rc = rb_results_write_f64(res, "/bench/" name, 1, dims, dv, 0, err, el))) goto cleanup; \
+        if ((rc = rb_results_write_f64(res, "/bench.new/" name, 1, dims, dv, 0, err, el))) goto cleanup; \
     } while (0)
     STR_COL("kernel", rows[i].kernel);
     STR_COL("kernel_detail", rows[i].detail);
@@ -513,25 +516,28 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all},
             {"tile_ceiling_gflops_1thread", pk->tiles1}};
         for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
-            if ((rc = rb_results_attr_f64(res, "/bench", fa[i].k, fa[i].v, err, el))) goto cleanup;
-        if ((rc = rb_results_attr_i64(res, "/bench", "threads_all", o->all_threads, err, el)) ||
-            (rc = rb_results_attr_i64(res, "/bench", "triad_bytes_per_array",
+            if ((rc = rb_results_attr_f64(res, "/bench.new", fa[i].k, fa[i].v, err, el))) goto cleanup;
+        if ((rc = rb_results_attr_i64(res, "/bench.new", "threads_all", o->all_threads, err, el)) ||
+            (rc = rb_results_attr_i64(res, "/bench.new", "triad_bytes_per_array",
                                       (int64_t)pk->triad_bytes, err, el)) ||
-            (rc = rb_results_attr_i64(res, "/bench", "quick", o->quick, err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench", "cpu_model", ci.model, err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench", "ropebench_version", rb_version_string(),
+            (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "ropebench_version", rb_version_string(),
                                       err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench", "created_utc", when, err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench", "flop_counting",
+            (rc = rb_results_attr_str(res, "/bench.new", "created_utc", when, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "flop_counting",
                                       "causal: 2*L^2*d per call; probe: 4*d per visible "
                                       "(query, key) pair; rope: 6 per rotated pair",
                                       err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench", "byte_counting",
+            (rc = rb_results_attr_str(res, "/bench.new", "byte_counting",
                                       "probe: K+V bytes read once (fp32); rope: 2*rows*d*4 "
                                       "(one read, one write); triad: 24 bytes per element",
                                       err, el)))
             goto cleanup;
     }
+    if ((rc = rb_results_remove(res, "/bench", err, el)) ||
+        (rc = rb_results_move(res, "/bench.new", "/bench", err, el)))
+        goto cleanup;
 cleanup:
     if (res && rc) {
         *abandoned = 1;

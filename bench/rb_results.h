@@ -55,6 +55,11 @@ int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, ch
  * across sessions by default). */
 int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen);
 
+/* Rename the object at path `from` to `to` (collective; `to` must not exist, its parent
+ * groups are made). */
+int rb_results_move(rb_results *r, const char *from, const char *to, char *err,
+                    size_t errlen);
+
 /* Dataset whose whole content is held by `root` (others' data pointers ignored):
  * rank-many dims (1 or 2), float64 or int64. Written collectively (root selects all,
  * others select none). Any existing object at path is replaced. */

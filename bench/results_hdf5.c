@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "rb_kernels.h"
@@ -19,7 +20,10 @@ struct rb_results {
     hid_t lcpl; /* creates missing parent groups */
     MPI_Comm comm;
     int rank, nranks;
-    char *path; /* as opened, for the disk reservation (reserve_blocks) */
+    char *path;      /* as opened, for the disk reservation (reserve_blocks) */
+    dev_t dev;       /* rank 0: the file that was opened, so that a path that now */
+    ino_t ino;       /* names another file (deleted, replaced) is told (reserve_blocks) */
+    int dirty;       /* written to since the last flush that succeeded */
 };
 
 /* ---- errors ----------------------------------------------------------------------- */
@@ -123,7 +127,12 @@ static int reserve_blocks(rb_results *r, char *err, size_t errlen)
         int fd = open(r->path, O_WRONLY | O_CLOEXEC);
         struct stat st;
         struct rlimit rl;
-        if (fd >= 0 && fstat(fd, &st) == 0) {
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_dev != r->dev || st.st_ino != r->ino) {
+            rc = rb_errf(err, errlen, RB_EIO,
+                         "results: %s: no longer the file this process writes (deleted, "
+                         "renamed or replaced while open%s%s)",
+                         r->path, fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
+        } else {
             int e = 0;
             if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
                 (double)st.st_size + (double)extra > (double)rl.rlim_cur)
@@ -142,6 +151,42 @@ static int reserve_blocks(rb_results *r, char *err, size_t errlen)
     }
 cleanup:
     return agree(r, rc, err, errlen, path);
+}
+
+/* Room a results file must have to be made or opened for writing: its first flush (a
+ * new file's provenance) needs about a tenth of this. */
+#define RB_ROOM_FIRST ((off_t)1 << 20)
+
+/* room_first: RB_OK if the file at path (or a new one there) can grow by RB_ROOM_FIRST
+ * bytes: under the process's file-size limit, and that much free on the file system
+ * of its directory; else RB_EIO "no room ...". */
+static int room_first(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    struct rlimit rl;
+    struct statvfs vs;
+    const off_t size = stat(path, &st) == 0 ? st.st_size : 0;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (double)size + (double)RB_ROOM_FIRST > (double)rl.rlim_cur)
+        return rb_errf(err, errlen, RB_EIO,
+                       "results: %s: no room to write it: the file-size limit of this "
+                       "process is %llu bytes (ulimit -f)",
+                       path, (unsigned long long)rl.rlim_cur);
+    if (statvfs(dir, &vs) == 0 &&
+        (double)vs.f_bavail * (double)vs.f_frsize < (double)RB_ROOM_FIRST)
+        return rb_errf(err, errlen, RB_EIO,
+                       "results: %s: no room to write it: %.0f KiB free on its file system",
+                       path, (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
+    return RB_OK;
 }
 
 static int open_common(rb_results **out, const char *path, MPI_Comm comm, int create,
@@ -170,6 +215,12 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     }
     h5_file_name = r->path;
 
+    /* room for the first writes, checked before the file is made or opened: once HDF5
+     * holds it, a write refused on one rank can leave the others inside a collective
+     * (see rb_results_flush), and even its close can hang */
+    if ((rc = agree(r, r->rank == 0 ? room_first(path, err, errlen) : RB_OK, err, errlen,
+                    path)) != RB_OK)
+        goto cleanup;
     H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");
     H5TRY(H5Pset_fapl_mpio(fapl, r->comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
     /* Metadata reads done once and broadcast; metadata written collectively. */
@@ -179,6 +230,14 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
         H5TRY(r->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "H5Fcreate");
     else
         H5TRY(r->file = H5Fopen(path, H5F_ACC_RDWR, fapl), "H5Fopen");
+    r->dirty = create;
+    if (r->rank == 0) {
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            r->dev = st.st_dev;
+            r->ino = st.st_ino;
+        }
+    }
     H5TRY(r->dxpl = H5Pcreate(H5P_DATASET_XFER), "H5Pcreate");
     H5TRY(H5Pset_dxpl_mpio(r->dxpl, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
     H5TRY(r->lcpl = H5Pcreate(H5P_LINK_CREATE), "H5Pcreate");
@@ -188,6 +247,7 @@ cleanup:
     if (fapl >= 0)
         H5Pclose(fapl);
     if (rc != RB_OK) {
+        r->dirty = 0; /* nothing written yet: the close needs no room */
         rb_results_close(r, NULL, 0);
         return rc;
     }
@@ -219,6 +279,7 @@ int rb_results_flush(rb_results *r, char *err, size_t errlen)
     if ((rc = reserve_blocks(r, err, errlen)) != RB_OK)
         return rc;
     H5TRY(H5Fflush(r->file, H5F_SCOPE_GLOBAL), "H5Fflush");
+    r->dirty = 0;
 cleanup:
     return rc;
 }
@@ -237,7 +298,11 @@ int rb_results_close(rb_results *r, char *err, size_t errlen)
             rc = rb_errf(err, errlen, RB_EIO,
                          "results: %zd HDF5 objects still open at close (backend leak)",
                          n - 1);
-        int rrc = reserve_blocks(r, rc == RB_OK ? err : NULL, rc == RB_OK ? errlen : 0);
+        /* after a flush with nothing written since, the close only rewrites blocks the
+         * file has (the superblock) and truncates: no room needed */
+        int rrc = r->dirty ? reserve_blocks(r, rc == RB_OK ? err : NULL,
+                                            rc == RB_OK ? errlen : 0)
+                           : RB_OK;
         if (rrc != RB_OK) {
             if (rc == RB_OK)
                 rc = rrc;
@@ -342,6 +407,7 @@ static int attr_write(rb_results *r, const char *obj, const char *name, hid_t ft
     if (!r || !obj || !name || !*name)
         return rb_errf(err, errlen, RB_EINVAL, "results: attribute without object/name");
     snprintf(path, sizeof path, "%s@%s", obj, name);
+    r->dirty = 1;
     rc = open_or_make_group(r, obj, &o, err, errlen);
     if (rc != RB_OK)
         goto cleanup;
@@ -516,8 +582,23 @@ int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
     H5Eclear2(H5E_DEFAULT);
     if (e < 0)
         return path_error(err, errlen, path, e);
+    r->dirty = 1;
     if (e > 0)
         H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
+cleanup:
+    return rc;
+}
+
+/* rb_results_move: see rb_results.h. */
+int rb_results_move(rb_results *r, const char *from, const char *to, char *err,
+                    size_t errlen)
+{
+    int rc = RB_OK;
+    const char *path = from ? from : "(null)";
+    if (!r || !from || !to)
+        return rb_errf(err, errlen, RB_EINVAL, "results: move without a path");
+    r->dirty = 1;
+    H5TRY(H5Lmove(r->file, from, r->file, to, r->lcpl, H5P_DEFAULT), "H5Lmove");
 cleanup:
     return rc;
 }
@@ -536,6 +617,7 @@ static int dset_create(rb_results *r, const char *path, hid_t ft, int rank,
     H5Eclear2(H5E_DEFAULT);
     if (e < 0)
         return path_error(err, errlen, path, e);
+    r->dirty = 1;
     if (e > 0)
         H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
     H5TRY(*fspace = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");

@@ -1086,7 +1086,9 @@ int rb_cmd_run(int argc, char **argv)
         if (r.rank == 0) {
             fprintf(stderr, "\nropebench: %s\n", r.err);
             rb_cli_space_hint(out_path);
-            if (r.n_kept > 0)
+            if (access(out_path, F_OK) != 0)
+                fprintf(stderr, "ropebench: %s no longer exists\n", out_path);
+            else if (r.n_kept > 0)
                 fprintf(stderr,
                         "ropebench: the %d finished case(s) stay readable in %s "
                         "(run again with --resume to do the rest)\n",

@@ -8,9 +8,9 @@ report` works on it and the lock file is gone. Three places to be stopped: at a 
 (the room it reserves for its metadata is not there; then `run --resume` without the
 limit must complete the file equal to an uninterrupted run, REFERENCE, by
 compare_results.py), in a dataset write between two flushes (--dump-inputs of longer
-cases), and before anything readable was written (the run removes the file it made).
-Also `ropebench bench -o` into an existing results file that cannot grow: exit 1, and
-the file still opens with all its cases unchanged.
+cases), and before the file is made (no room for its first MiB: exit 2, and no file).
+Also `ropebench bench -o` into an existing results file (with a /bench) that cannot
+grow: refused, and the file still opens with its cases and /bench unchanged.
 
 usage: write_failure.py WORKDIR ROPEBENCH CONFIG REFERENCE.h5 -- mpiexec-command-prefix...
 """
@@ -45,7 +45,7 @@ def main():
     sizes = {}
     big = ["--dump-inputs", "--set", "study.seq_lens=2048", "--set",
            "study.probe_seq_lens=4096"]
-    for key, extra in (("small", []), ("big", big)):
+    for key, extra in (("small", ["--dump-inputs"]), ("big", big)):
         whole = os.path.join(work, f"write-whole-{key}.h5")
         if os.path.exists(whole):
             os.remove(whole)
@@ -63,7 +63,7 @@ def main():
     # for the second, and one of them must meet it in a dataset write)
     raw_hits = 0
     for label, extra, limit, size in (
-            ("part way", [], int(sizes["small"] * 0.6), sizes["small"]),
+            ("part way", ["--dump-inputs"], int(sizes["small"] * 0.6), sizes["small"]),
             ("before any case", [], 20000, sizes["small"])) + tuple(
             ("in a raw write", big, int(sizes["big"] * f), sizes["big"])
             for f in (0.5, 0.55, 0.6, 0.65)):
@@ -76,6 +76,15 @@ def main():
             continue
         lines = [x for x in p.stderr.splitlines() if x.startswith("ropebench:")]
         text = "\n".join(lines)
+        if label == "before any case":
+            # refused before the file is made (no room for its first writes): exit 2
+            if p.returncode != 2 or len(lines) != 1 or out not in lines[0] or \
+                    "no room to write it" not in lines[0] or os.path.exists(out) or \
+                    os.path.exists(out + ".lock"):
+                failed.append(f"{label}: exit {p.returncode}, file left "
+                              f"{os.path.exists(out)}, {p.stderr[-800:]!r}")
+            print(f"{label}: limit {limit}, exit {p.returncode} in {secs:.1f} s: {text[:90]}")
+            continue
         if p.returncode != 1:
             failed.append(f"{label}: exit {p.returncode}, expected 1: {p.stderr[-800:]!r}")
             continue
@@ -89,13 +98,6 @@ def main():
         if os.path.exists(out + ".lock"):
             failed.append(f"{label}: the lock file was left behind")
         m = re.search(r"the (\d+) finished case\(s\) stay readable", text)
-        if label == "before any case" and not os.path.exists(out):
-            # nothing readable was flushed: the run removes the file it created
-            if "no case was finished" not in text or "removed" not in text:
-                failed.append(f"{label}: the file is gone but the message says {text!r}")
-            print(f"{label}: limit {limit} of {size} bytes, exit 1 in {secs:.1f} s, "
-                  "file removed")
-            continue
         try:
             with h5py.File(out, "r") as f:
                 cases = f.get("cases")
@@ -109,7 +111,7 @@ def main():
         except OSError as e:
             failed.append(f"{label}: the file does not open: {e}")
             continue
-        if label != "before any case":
+        if True:
             if not m or int(m.group(1)) != len(done) or not done:
                 failed.append(f"{label}: message says {m.group(1) if m else 'nothing'} "
                               f"finished cases, the file has {len(done)} complete")
@@ -131,9 +133,6 @@ def main():
                 if c.returncode != 0:
                     failed.append("resumed file differs from the uninterrupted run:\n" +
                                   c.stdout)
-        if label == "before any case":
-            if "no case was finished" not in text or done:
-                failed.append(f"{label}: {len(done)} complete cases, message {text!r}")
         print(f"{label}: limit {limit} of {size} bytes, exit {p.returncode} in {secs:.1f} s, "
               f"{len(done)} cases kept: {lines[0][:90]}")
     if not raw_hits:
@@ -144,21 +143,30 @@ def main():
     # have made it unreadable)
     target = os.path.join(work, "write-bench.h5")
     shutil.copyfile(os.path.join(work, "write-whole-small.h5"), target)
+    bench = mpi + ["1", exe, "bench", "--quick", "--only", "rope", "--kernels", "ref",
+                   "--threads", "1", "-o", target]
+    b = subprocess.run(bench, capture_output=True, text=True, timeout=240)  # a /bench
+    if b.returncode != 0:
+        failed.append(f"bench -o without a limit: exit {b.returncode}, {b.stderr[-800:]!r}")
+
+    def content(f):
+        got = {n: f["cases"][n]["rows/lse"][()] for n in f["cases"]}
+        got.update({"bench/" + k: f["bench"][k][()] for k in f["bench"]})
+        return got
     with h5py.File(target, "r") as f:
-        before = {n: f["cases"][n]["rows/lse"][()] for n in f["cases"]}
+        before = content(f)
     env = dict(os.environ, ROPEBENCH_TEST_FSIZE_LIMIT=str(os.path.getsize(target) + 8000))
-    b = subprocess.run(mpi + ["1", exe, "bench", "--quick", "--only", "rope", "--kernels",
-                              "ref", "--threads", "1", "-o", target],
-                       env=env, capture_output=True, text=True, timeout=240)
+    b = subprocess.run(bench, env=env, capture_output=True, text=True, timeout=240)
     blines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
-    if b.returncode != 1 or not blines or target not in blines[0]:
+    if b.returncode not in (1, 2) or not blines or target not in blines[0] or \
+            "no room" not in blines[0]:
         failed.append(f"bench -o: exit {b.returncode}, {b.stderr[-800:]!r}")
     try:
         with h5py.File(target, "r") as f:
-            after = {n: f["cases"][n]["rows/lse"][()] for n in f["cases"]}
+            after = content(f)
             if sorted(after) != sorted(before) or \
                     any(not (after[n] == before[n]).all() for n in before):
-                failed.append("bench -o: the cases of the file changed")
+                failed.append("bench -o: the cases or /bench of the file changed")
     except OSError as e:
         failed.append(f"bench -o: the file does not open after the failed write: {e}")
     print(f"bench -o: exit {b.returncode}: {blines[0][:100] if blines else ''}")
