@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "rb_bench.h"
 #include "rb_build.h"
+#include "rb_results.h"
 
 extern void openblas_set_num_threads(int n);
 
@@ -54,21 +54,12 @@ void rb_cli_fsize_hook(void)
 /* rb_cli_space_hint: see rb_bench.h. */
 void rb_cli_space_hint(const char *out)
 {
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    struct statvfs vs;
+    const double free_b = rb_results_free_bytes(out);
     struct stat st;
     struct rlimit rl;
-    if (statvfs(dir, &vs) == 0 && (double)vs.f_bavail * (double)vs.f_frsize < 1048576.0)
+    if (free_b >= 0 && free_b < 1048576.0)
         fprintf(stderr, "ropebench: the file system of %s is full (%.0f KiB free)\n", out,
-                (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
+                free_b / 1024.0);
     if (stat(out, &st) == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
         rl.rlim_cur != RLIM_INFINITY && (double)st.st_size + 65536.0 >= (double)rl.rlim_cur)
         fprintf(stderr, "ropebench: %s is at or near the file-size limit of this process (%llu "

@@ -108,6 +108,10 @@ int rb_results_flush(rb_results *r, char *err, size_t errlen);
  * failed write the caller should not close at all, for the same reason. */
 int rb_results_close(rb_results *r, char *err, size_t errlen);
 
+/* Bytes free (to this user) on the file system that holds `path`'s directory, or -1
+ * where that cannot be told. */
+double rb_results_free_bytes(const char *path);
+
 /* "1.10.8" etc. of the backend library, for provenance. */
 const char *rb_results_backend_version(void);
 

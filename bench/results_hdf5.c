@@ -157,15 +157,9 @@ cleanup:
  * new file's provenance) needs about a tenth of this. */
 #define RB_ROOM_FIRST ((off_t)1 << 20)
 
-/* room_first: RB_OK if the file at path (or a new one there) can grow by RB_ROOM_FIRST
- * bytes: under the process's file-size limit, and that much free on the file system
- * of its directory; else RB_EIO "no room ...". */
-static int room_first(const char *path, char *err, size_t errlen)
+/* rb_results_free_bytes: see rb_results.h. */
+double rb_results_free_bytes(const char *path)
 {
-    struct stat st;
-    struct rlimit rl;
-    struct statvfs vs;
-    const off_t size = stat(path, &st) == 0 ? st.st_size : 0;
     char dir[4200];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -175,17 +169,29 @@ static int room_first(const char *path, char *err, size_t errlen)
         dir[1] = '\0';
     else
         *slash = '\0';
+    struct statvfs vs;
+    return statvfs(dir, &vs) == 0 ? (double)vs.f_bavail * (double)vs.f_frsize : -1.0;
+}
+
+/* room_first: RB_OK if the file at path (or a new one there) can grow by RB_ROOM_FIRST
+ * bytes: under the process's file-size limit, and that much free on the file system
+ * of its directory; else RB_EIO "no room ...". */
+static int room_first(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    struct rlimit rl;
+    const off_t size = stat(path, &st) == 0 ? st.st_size : 0;
+    const double free_b = rb_results_free_bytes(path);
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (double)size + (double)RB_ROOM_FIRST > (double)rl.rlim_cur)
         return rb_errf(err, errlen, RB_EIO,
                        "results: %s: no room to write it: the file-size limit of this "
                        "process is %llu bytes (ulimit -f)",
                        path, (unsigned long long)rl.rlim_cur);
-    if (statvfs(dir, &vs) == 0 &&
-        (double)vs.f_bavail * (double)vs.f_frsize < (double)RB_ROOM_FIRST)
+    if (free_b >= 0 && free_b < (double)RB_ROOM_FIRST)
         return rb_errf(err, errlen, RB_EIO,
                        "results: %s: no room to write it: %.0f KiB free on its file system",
-                       path, (double)vs.f_bavail * (double)vs.f_frsize / 1024.0);
+                       path, free_b / 1024.0);
     return RB_OK;
 }
 
