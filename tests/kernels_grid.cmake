@@ -25,3 +25,9 @@ target_include_directories(test_exp_neg PRIVATE ${CMAKE_SOURCE_DIR}/kernels/blas
 target_link_libraries(test_exp_neg PRIVATE rb_kernels ${MATH_LIBRARY})
 rb_add_test(NAME kernels.exp_neg COMMAND test_exp_neg LABELS kernels)
 rb_add_avx512_test(kernels.state_merge test_state_merge)
+
+# the fp32 kernels on rows that see a million keys (fp32 running sums and their merge
+# into double)
+add_executable(test_kernel_long test_kernel_long.c)
+target_link_libraries(test_kernel_long PRIVATE rb_kernels)
+rb_add_test(NAME kernels.long_rows COMMAND test_kernel_long LABELS kernels)

@@ -31,6 +31,12 @@
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
 #define KPACK_MAX ((size_t)8 << 20)
+/* a row's fp32 state takes at most this many key blocks (FLUSH_BLOCKS * BC keys, i.e.
+ * FLUSH_BLOCKS * BC / 16 terms per lane of l, u) before it is merged into a double
+ * state and restarted: fp32 sums over a whole million-key shard lost ~1e-5 of l and of
+ * the outputs to rounding (the entropy ~3e-6 nats), enough to make a probe's metrics
+ * differ between rank counts, which split the keys differently */
+#define FLUSH_BLOCKS 64
 
 #define RB_AI static inline __attribute__((always_inline))
 
@@ -717,14 +723,21 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     }
 }
 
-static void rows32_reset(const rb_rows32 *st, int64_t n)
+/* rows32_reset_range: rows [i0, i1) of st back to the empty state; rows32_reset: rows
+ * [0, n). */
+static void rows32_reset_range(const rb_rows32 *st, int64_t i0, int64_t i1)
 {
-    for (int64_t i = 0; i < n; i++)
+    if (i1 <= i0)
+        return;
+    const size_t n = (size_t)(i1 - i0);
+    for (int64_t i = i0; i < i1; i++)
         st->m[i] = -INFINITY;
-    memset(st->l, 0, (size_t)n * 16 * sizeof(float));
-    memset(st->u, 0, (size_t)n * 16 * sizeof(float));
-    memset(st->acc, 0, (size_t)n * st->dp * sizeof(float));
+    memset(st->l + (size_t)i0 * 16, 0, n * 16 * sizeof(float));
+    memset(st->u + (size_t)i0 * 16, 0, n * 16 * sizeof(float));
+    memset(st->acc + (size_t)i0 * st->dp, 0, n * st->dp * sizeof(float));
 }
+
+static void rows32_reset(const rb_rows32 *st, int64_t n) { rows32_reset_range(st, 0, n); }
 
 /* rows32_merge: merge the fp32 states of sorted rows [i0, i1) (st index i - s0) into the
  * double state rows they belong to, m and u back in natural units (times ln 2, in
@@ -841,6 +854,10 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                     pf.per = (pf.left + steps - 1) / steps;
                 }
                 block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
+                if ((b + 1) % FLUSH_BLOCKS == 0 && b + 1 < nkb) {
+                    rows32_merge(c, &st, i0, i1, i0, state);
+                    rows32_reset(&st, i1 - i0);
+                }
             }
             rows32_merge(c, &st, i0, i1, i0, state);
         }
@@ -854,12 +871,22 @@ static int block_inplace_ok(int d, int cnt, int64_t nr)
     return d % 16 == 0 && cnt == BC && nr <= LANE_ROWS;
 }
 
+/* ko_ds_offset: where a thread's double state starts in its key-outer scratch (after
+ * its fp32 row states, packed K and V, key positions and scores). */
+static size_t ko_ds_offset(const rb_call *c)
+{
+    return rows32_bytes(c->nq, c->dp) + round64((size_t)c->d * BC * sizeof(float)) +
+           round64((size_t)BC * c->dp * sizeof(float)) + round64(BC * sizeof(int64_t)) +
+           round64((size_t)c->nq * BC * sizeof(float));
+}
+
 /* run_key_outer: the probe order for few rows and many keys. Key blocks are split
  * into one contiguous range per thread with equal estimated work (visible rows times
  * keys, plus the cost of streaming the block); each thread packs its blocks one at a
  * time and runs every sorted row against it, so K and V are read once for all rows.
- * Each thread keeps the fp32 state of all nq rows; the states are merged into `state`
- * afterwards in thread order (deterministic). */
+ * Each thread keeps the fp32 state of all nq rows, merged every FLUSH_BLOCKS blocks
+ * (the rows that saw them) into a double state of its own; those are merged into
+ * `state` afterwards in thread order (deterministic). */
 static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t per_thread,
                           int T, double *state)
 {
@@ -909,7 +936,11 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         float *vt = (float *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
         int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
+        double *ds = (double *)(my + ko_ds_offset(c));
         rows32_reset(&st, c->nq);
+        rb_state_init(ds, c->nq, c->d);
+        int nb = 0;          /* blocks since the last flush, */
+        int64_t fmin = INT64_MAX; /* and their lowest key position */
         /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
          * (block_inplace_ok) */
         const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
@@ -944,15 +975,22 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
                     rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
                                    &blk);
                 block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
+                fmin = blk.kmin < fmin ? blk.kmin : fmin;
+                if (++nb == FLUSH_BLOCKS) {
+                    const int64_t i0 = rows_lower_bound(c->rows, 0, c->nq, fmin);
+                    rows32_merge(c, &st, i0, c->nq, 0, ds);
+                    rows32_reset_range(&st, i0, c->nq);
+                    nb = 0;
+                    fmin = INT64_MAX;
+                }
             }
         }
+        if (nb)
+            rows32_merge(c, &st, rows_lower_bound(c->rows, 0, c->nq, fmin), c->nq, 0, ds);
     }
-    for (int t = 0; t < used; t++) {
-        char *my = scr + (size_t)t * per_thread;
-        rb_rows32 st;
-        rows32_layout(my, c->nq, c->dp, &st);
-        rows32_merge(c, &st, 0, c->nq, 0, state);
-    }
+    for (int t = 0; t < used; t++)
+        rb_state_merge(state, (const double *)(scr + (size_t)t * per_thread + ko_ds_offset(c)),
+                       c->nq, c->d);
 }
 
 /* attn_tile: rb_attn_tile_avx512, or with bf16 the contract of
@@ -1002,11 +1040,8 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows, bf16};
 
     if (key_outer) {
-        const size_t per_thread = rows32_bytes(nq, dp) +
-                                  round64((size_t)d * BC * sizeof(float)) +
-                                  round64((size_t)BC * dp * sizeof(float)) +
-                                  round64(BC * sizeof(int64_t)) +
-                                  round64((size_t)nq * BC * sizeof(float));
+        const size_t per_thread =
+            ko_ds_offset(&c) + round64((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
         scr = aligned_alloc(64, per_thread * (size_t)T);
         bound = malloc(((size_t)T + 1) * sizeof *bound);
         if (!scr || !bound)

@@ -10,12 +10,13 @@
  * in fp32: scores, running max, l, u and acc in fp32 registers; exp as 2^t of the
  * score in base-2 units (Cephes' exp2f polynomial, < 1 ulp on the range used, see
  * exp2_512 in attn_fp32.c), row max and entropy sum kept in base 2 until the merge;
- * the fp32 state of each query row is merged into the double `state` at the end of the
- * call (rb_state_merge semantics). Query rows are split over OpenMP threads by equal
+ * the fp32 state of each query row is merged into double (rb_state_merge semantics)
+ * after every 4096 keys it has taken and at the end of the call, so that no fp32 sum
+ * runs over more than 256 terms per lane whatever nk is. Query rows are split over OpenMP threads by equal
  * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
  * v may be NULL: no V is packed or read and no PV computed; m, l, u come out bit for
  * bit as with any v. Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy
- * <= 1e-5. */
+ * <= 1e-5; on rows of a million keys lse <= 1e-7 and entropy <= 5e-7 absolute. */
 int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                         const float *v, const int64_t *k_pos, int64_t nk, int d,
                         double scale, double *state);

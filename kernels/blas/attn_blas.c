@@ -15,6 +15,10 @@
  * sorted by position) against BC keys per pair of sgemm calls. With at most STREAM_MAX_ROWS rows, or STREAM_MAX_PROBE rows
  * and 16x as many keys (probe rows), the keys are split between threads instead. */
 enum { BR = 256, BR_STREAM = 32, BC = 256, STREAM_MAX_ROWS = 256, STREAM_MAX_PROBE = 2048 };
+/* A row's fp32 state takes at most FLUSH_BLOCKS key blocks (4096 keys) before it is
+ * merged into a double state and restarted: l is one fp32 sum per row here, and over a
+ * million keys its rounding reached ~1e-5 (the entropy ~1e-5 nats). */
+enum { FLUSH_BLOCKS = 16 };
 
 /* p * ds, or 0 where p == 0 (there ds may be -inf), without a trapping compare. */
 static inline float times_if_nonzero(float p, float ds)
@@ -171,7 +175,8 @@ static int job_cmp(const void *a, const void *b)
 
 /* rb_attn_tile_blas: the tile contract (rb_kernels.h, rb_blas.h) in fp32 with
  * cblas_sgemm for S = scale Q Kᵀ and O += P V, online softmax and entropy in fp32
- * C loops, fp32 row states merged into `state` once per call. Positions may be
+ * C loops, fp32 row states merged into double every FLUSH_BLOCKS key blocks and at the
+ * end (into `state`, or in stream mode into a double state per thread). Positions may be
  * unsorted, gapped or repeated. Two schedules:
  *  - row mode (e.g. causal tiles, nq ~ nk): query blocks of BR rows go to OpenMP
  *    threads largest visible work first (dynamic), each sweeping the key blocks of
@@ -208,10 +213,12 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         nthr = (int)nkb;
     const size_t strows = stream ? (size_t)nq : (size_t)BR;
     const size_t st_floats = strows * 3 + strows * (size_t)d + (size_t)BR * BC;
+    const size_t sst = RB_STATE_STRIDE(d);
 
     int64_t *bqmin = NULL, *bqmax = NULL, *kbmin = NULL, *kbmax = NULL, *cut = NULL;
     bl_job *jobs = NULL;
     float *stbuf = NULL;
+    double *dsbuf = NULL; /* stream mode: a double state of nq rows per thread */
     bqmin = malloc((size_t)nqb * sizeof *bqmin);
     bqmax = malloc((size_t)nqb * sizeof *bqmax);
     kbmin = malloc((size_t)nkb * sizeof *kbmin);
@@ -219,7 +226,10 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
     jobs = malloc((size_t)nqb * sizeof *jobs);
     cut = malloc(((size_t)nthr + 1) * sizeof *cut);
     stbuf = malloc((size_t)nthr * st_floats * sizeof *stbuf);
-    if (!bqmin || !bqmax || !kbmin || !kbmax || !jobs || !cut || !stbuf) {
+    if (stream)
+        dsbuf = malloc((size_t)nthr * (size_t)nq * sst * sizeof *dsbuf);
+    if (!bqmin || !bqmax || !kbmin || !kbmax || !jobs || !cut || !stbuf ||
+        (stream && !dsbuf)) {
         rc = RB_ENOMEM;
         goto cleanup;
     }
@@ -291,17 +301,27 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                 const int64_t b = jobs[j].blk, r0 = b * brow;
                 const int64_t br = r0 + brow <= nq ? brow : nq - r0;
                 state_reset(&st, br, d);
+                int nb = 0;
                 for (int64_t kb = 0; kb < nkb; kb++) {
                     if (kbmin[kb] > bqmax[b])
                         continue;
                     const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
                     block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
                                  kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, 0);
+                    if (++nb == FLUSH_BLOCKS) {
+                        merge_rows(&st, 0, r0, br, d, state);
+                        state_reset(&st, br, d);
+                        nb = 0;
+                    }
                 }
-                merge_rows(&st, 0, r0, br, d, state);
+                if (nb)
+                    merge_rows(&st, 0, r0, br, d, state);
             }
         } else {
+            double *ds = dsbuf + (size_t)tid * (size_t)nq * sst;
             state_reset(&st, nq, d);
+            rb_state_init(ds, nq, d);
+            int nb = 0;
             for (int64_t kb = cut[tid]; kb < cut[tid + 1]; kb++) {
                 const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
                 for (int64_t b = 0; b < nqb; b++) {
@@ -311,17 +331,19 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                     block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
                                  kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, r0);
                 }
+                if (++nb == FLUSH_BLOCKS || kb + 1 == cut[tid + 1]) {
+                    merge_rows(&st, 0, 0, nq, d, ds);
+                    state_reset(&st, nq, d);
+                    nb = 0;
+                }
             }
         }
     }
     openblas_set_num_threads(blas_threads);
     if (stream) {
         /* merge the per-thread states in thread order: deterministic */
-        for (int t = 0; t < nthr; t++) {
-            float *b_ = stbuf + (size_t)t * st_floats;
-            const bl_state st = {b_, b_ + strows, b_ + 2 * strows, b_ + 3 * strows, NULL};
-            merge_rows(&st, 0, 0, nq, d, state);
-        }
+        for (int t = 0; t < nthr; t++)
+            rb_state_merge(state, dsbuf + (size_t)t * (size_t)nq * sst, nq, d);
     }
 
 cleanup:
@@ -332,5 +354,6 @@ cleanup:
     free(jobs);
     free(cut);
     free(stbuf);
+    free(dsbuf);
     return rc;
 }

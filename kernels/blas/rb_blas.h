@@ -13,8 +13,9 @@
  * fp32 online softmax with the entropy accumulator over S (masked entries by
  * position), then O += P V by cblas_sgemm; fully masked blocks are skipped. Query
  * blocks are split over OpenMP threads by equal visible work, each calling a
- * single-threaded OpenBLAS. The fp32 row states are merged into `state` at the end.
- * Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy <= 1e-5. */
+ * single-threaded OpenBLAS. The fp32 row states are merged into double every 4096 keys
+ * and at the end. Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy
+ * <= 1e-5; on rows of a million keys lse <= 1e-7 and entropy <= 5e-7 absolute. */
 int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                       const float *v, const int64_t *k_pos, int64_t nk, int d,
                       double scale, double *state);
