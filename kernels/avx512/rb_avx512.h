@@ -53,7 +53,7 @@ const char *rb_attn_bf16_path(void);
  * recurrence), re-anchored from the exact rb_rope_phase at the first row of every
  * block of at most RB_ROPE_ANCHOR rows; other rows use the exact phase. Angle error
  * <= 1e-12 rad up to position 2^32 (tested against the exact phase). */
-#define RB_ROPE_ANCHOR 64
+#define RB_ROPE_ANCHOR 256
 void rb_rope_apply_avx512(float *x, int64_t n_rows, size_t row_stride, const int64_t *pos,
                           const double *inv_freq, int head_dim, int rotary_dim,
                           rb_rope_layout layout, double attention_factor);

@@ -117,7 +117,7 @@ static void gen_exact(rope_gen *g, int64_t p, double *c, double *s)
 }
 
 /* (C, S) <- (C, S) rotated by (CD, SD): the angle-addition formulas, 8 lanes a time. */
-static void gen_advance(rope_gen *g)
+static inline __attribute__((always_inline)) void gen_advance(rope_gen *g)
 {
     for (int v = 0; v < g->nvec; v++) {
         const __m512d c = _mm512_load_pd(g->C + 8 * v), s = _mm512_load_pd(g->S + 8 * v);
