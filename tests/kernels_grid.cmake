@@ -31,3 +31,8 @@ rb_add_avx512_test(kernels.state_merge test_state_merge)
 add_executable(test_kernel_long test_kernel_long.c)
 target_link_libraries(test_kernel_long PRIVATE rb_kernels)
 rb_add_test(NAME kernels.long_rows COMMAND test_kernel_long LABELS kernels)
+
+# the same grid where OpenMP grants fewer threads than asked (OMP_THREAD_LIMIT=1 while
+# the cases ask for 2): the key ranges split per asked thread must all still be covered
+rb_add_test(NAME kernels.grid_thread_limit COMMAND test_kernel_grid LABELS kernels)
+set_property(TEST kernels.grid_thread_limit APPEND PROPERTY ENVIRONMENT OMP_THREAD_LIMIT=1)

@@ -4,3 +4,8 @@
 add_executable(test_metrics_probe test_metrics_probe.c)
 target_link_libraries(test_metrics_probe PRIVATE rb_kernels)
 rb_add_test(NAME kernels.metrics_probe COMMAND test_metrics_probe LABELS kernels)
+
+# the accumulator where OpenMP grants fewer threads than asked: every key block must
+# still be accumulated (blocks were dealt by the asked count)
+rb_add_test(NAME kernels.metrics_probe_thread_limit COMMAND test_metrics_probe LABELS kernels)
+set_property(TEST kernels.metrics_probe_thread_limit APPEND PROPERTY ENVIRONMENT OMP_THREAD_LIMIT=1)

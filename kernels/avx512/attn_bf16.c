@@ -783,6 +783,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
             cut[t++] = c.nsb;
     }
 
+    int used = nthr; /* stream mode: threads that ran (set in the parallel region) */
 #pragma omp parallel num_threads(nthr)
     {
 #ifdef _OPENMP
@@ -836,37 +837,50 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
             state_reset(&st, (int64_t)nrows_p, c.dv);
             uint32_t *kpt = kvp + (size_t)tid * KB_SBS * (kp_sz + vp_sz);
             uint32_t *vpt = kpt + KB_SBS * kp_sz;
-            /* the q packing above ends with a barrier; every thread owns its keys */
-            for (int64_t kb = cut[tid]; kb < cut[tid + 1]; kb += KB_SBS) {
-                const int64_t kb1 = kb + KB_SBS < cut[tid + 1] ? kb + KB_SBS : cut[tid + 1];
-                /* the raw K and V rows of this thread's next key block come from memory:
-                 * prefetch them into L2 over this block's packing and groups, in order
-                 * (no prefetch measured 20-30 % slower here) */
-                rb_pf pf = {NULL, NULL, 0, 0};
-                if (kb1 < cut[tid + 1]) {
-                    pf.k = (const char *)(c.k + (size_t)(kb1 * SBK) * (size_t)d);
-                    pf.v = (const char *)(c.v + (size_t)(kb1 * SBK) * (size_t)d);
-                    const int64_t n1 = kb1 + KB_SBS < cut[tid + 1] ? kb1 + KB_SBS : cut[tid + 1];
-                    const int64_t keys = (n1 * SBK < nk ? n1 * SBK : nk) - kb1 * SBK;
-                    const int64_t steps =
-                        (kb1 - kb) * (PACK_STEPS(c.np) + (c.ng + AG / GR - 1) / (AG / GR));
-                    pf.left = (keys * (int64_t)d * (int64_t)sizeof(float) + 63) / 64;
-                    pf.per = (pf.left + steps - 1) / steps;
+            /* the q packing above ends with a barrier; every thread owns its key ranges:
+             * tid, tid + team, ... (the team may be smaller than asked, under
+             * OMP_THREAD_LIMIT or OMP_DYNAMIC, and no range may be left out) */
+#ifdef _OPENMP
+            const int team = omp_get_num_threads();
+#else
+            const int team = 1;
+#endif
+            if (tid == 0)
+                used = team;
+            for (int part = tid; part < nthr; part += team) {
+                for (int64_t kb = cut[part]; kb < cut[part + 1]; kb += KB_SBS) {
+                    const int64_t kb1 =
+                        kb + KB_SBS < cut[part + 1] ? kb + KB_SBS : cut[part + 1];
+                    /* the raw K and V rows of this thread's next key block come from memory:
+                     * prefetch them into L2 over this block's packing and groups, in order
+                     * (no prefetch measured 20-30 % slower here) */
+                    rb_pf pf = {NULL, NULL, 0, 0};
+                    if (kb1 < cut[part + 1]) {
+                        pf.k = (const char *)(c.k + (size_t)(kb1 * SBK) * (size_t)d);
+                        pf.v = (const char *)(c.v + (size_t)(kb1 * SBK) * (size_t)d);
+                        const int64_t n1 =
+                            kb1 + KB_SBS < cut[part + 1] ? kb1 + KB_SBS : cut[part + 1];
+                        const int64_t keys = (n1 * SBK < nk ? n1 * SBK : nk) - kb1 * SBK;
+                        const int64_t steps =
+                            (kb1 - kb) * (PACK_STEPS(c.np) + (c.ng + AG / GR - 1) / (AG / GR));
+                        pf.left = (keys * (int64_t)d * (int64_t)sizeof(float) + 63) / 64;
+                        pf.per = (pf.left + steps - 1) / steps;
+                    }
+                    for (int64_t sb = kb; sb < kb1; sb++)
+                        pack_sb(&c, sb, kpt + (size_t)(sb - kb) * kp_sz,
+                                vpt + (size_t)(sb - kb) * vp_sz, &pf);
+                    for (int64_t sb = kb; sb < kb1; sb++)
+                        groups_sb(&c, amx, 0, c.ng, sb, kpt + (size_t)(sb - kb) * kp_sz,
+                                  vpt + (size_t)(sb - kb) * vp_sz, &st, &pf);
                 }
-                for (int64_t sb = kb; sb < kb1; sb++)
-                    pack_sb(&c, sb, kpt + (size_t)(sb - kb) * kp_sz,
-                            vpt + (size_t)(sb - kb) * vp_sz, &pf);
-                for (int64_t sb = kb; sb < kb1; sb++)
-                    groups_sb(&c, amx, 0, c.ng, sb, kpt + (size_t)(sb - kb) * kp_sz,
-                              vpt + (size_t)(sb - kb) * vp_sz, &st, &pf);
             }
         }
         if (amx)
             amx_release();
     }
     if (stream) {
-        /* merge the per-thread states in thread order: deterministic */
-        for (int t = 0; t < nthr; t++) {
+        /* merge the states of the threads that ran, in thread order: deterministic */
+        for (int t = 0; t < used; t++) {
             float *sb_ = stbuf + (size_t)t * st_floats;
             bf_state st = {sb_, sb_ + strows, sb_ + 2 * strows,
                            sb_ + round_up(strows * 3, 16)};

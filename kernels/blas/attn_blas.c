@@ -282,6 +282,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
             cut[t++] = nkb;
     }
 
+    int used = nthr; /* stream mode: threads that ran (set in the parallel region) */
     const int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
     const float fscale = (float)scale;
@@ -318,31 +319,42 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                     merge_rows(&st, 0, r0, br, d, state);
             }
         } else {
+            /* the team may be smaller than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC): each
+             * thread takes key ranges tid, tid + team, ... so that none is left out */
+#ifdef _OPENMP
+            const int team = omp_get_num_threads();
+#else
+            const int team = 1;
+#endif
+            if (tid == 0)
+                used = team;
             double *ds = dsbuf + (size_t)tid * (size_t)nq * sst;
             state_reset(&st, nq, d);
             rb_state_init(ds, nq, d);
-            int nb = 0;
-            for (int64_t kb = cut[tid]; kb < cut[tid + 1]; kb++) {
-                const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
-                for (int64_t b = 0; b < nqb; b++) {
-                    if (kbmin[kb] > bqmax[b])
-                        continue;
-                    const int64_t r0 = b * brow, br = r0 + brow <= nq ? brow : nq - r0;
-                    block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
-                                 kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, r0);
-                }
-                if (++nb == FLUSH_BLOCKS || kb + 1 == cut[tid + 1]) {
-                    merge_rows(&st, 0, 0, nq, d, ds);
-                    state_reset(&st, nq, d);
-                    nb = 0;
+            for (int part = tid; part < nthr; part += team) {
+                int nb = 0;
+                for (int64_t kb = cut[part]; kb < cut[part + 1]; kb++) {
+                    const int64_t k0 = kb * BC, bc = k0 + BC <= nk ? BC : nk - k0;
+                    for (int64_t b = 0; b < nqb; b++) {
+                        if (kbmin[kb] > bqmax[b])
+                            continue;
+                        const int64_t r0 = b * brow, br = r0 + brow <= nq ? brow : nq - r0;
+                        block_update(q, q_pos, r0, br, k, v, k_pos, k0, bc, kbmin[kb],
+                                     kbmax[kb], d, fscale, kbmax[kb] <= bqmin[b], &st, r0);
+                    }
+                    if (++nb == FLUSH_BLOCKS || kb + 1 == cut[part + 1]) {
+                        merge_rows(&st, 0, 0, nq, d, ds);
+                        state_reset(&st, nq, d);
+                        nb = 0;
+                    }
                 }
             }
         }
     }
     openblas_set_num_threads(blas_threads);
     if (stream) {
-        /* merge the per-thread states in thread order: deterministic */
-        for (int t = 0; t < nthr; t++)
+        /* merge the states of the threads that ran, in thread order: deterministic */
+        for (int t = 0; t < used; t++)
             rb_state_merge(state, dsbuf + (size_t)t * (size_t)nq * sst, nq, d);
     }
 

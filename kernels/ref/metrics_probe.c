@@ -797,19 +797,21 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
 #pragma omp parallel num_threads(T)
 #endif
     {
-        int tid = 0;
+        int tid = 0, team = 1;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
+        team = omp_get_num_threads(); /* may be fewer than T (OMP_THREAD_LIMIT, OMP_DYNAMIC) */
 #endif
         if (tid < T) {
-            for (int64_t b = tid; b < nblocks; b += T) {
+            for (int64_t b = tid; b < nblocks; b += team) {
                 const int64_t n0 = b * KB;
                 const int nb = (int)(nk - n0 < KB ? nk - n0 : KB);
                 /* the raw rows of this thread's next block, requested now so that their
                  * misses (and page walks) overlap this block's arithmetic */
-                if (b + 2 * T < nblocks) {
-                    const char *nx = (const char *)(k + (size_t)(b + 2 * T) * KB * (size_t)d);
-                    const int64_t nkey = nk - (b + 2 * T) * KB < KB ? nk - (b + 2 * T) * KB : KB;
+                if (b + 2 * team < nblocks) {
+                    const int64_t nxb = b + 2 * team;
+                    const char *nx = (const char *)(k + (size_t)nxb * KB * (size_t)d);
+                    const int64_t nkey = nk - nxb * KB < KB ? nk - nxb * KB : KB;
                     const size_t bytes = (size_t)nkey * (size_t)d * sizeof(float);
                     for (size_t o = 0; o < bytes; o += 64)
                         __builtin_prefetch(nx + o, 0, 2);
