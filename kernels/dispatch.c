@@ -305,7 +305,11 @@ void *rb_kernels_alloc(size_t bytes)
 
 #ifdef _OPENMP
 #include <omp.h>
-int rb_kernels_threads(void) { return omp_get_max_threads(); }
+int rb_kernels_threads(void)
+{
+    const int n = omp_get_max_threads(), lim = omp_get_thread_limit();
+    return lim > 0 && lim < n ? lim : n;
+}
 void rb_kernels_set_threads(int n)
 {
     if (n >= 1)

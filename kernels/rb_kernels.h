@@ -239,7 +239,9 @@ int rb_kernels_helpers_avx512(void);
  * free(). NULL if out of memory. */
 void *rb_kernels_alloc(size_t bytes);
 
-/* Threads the tile and RoPE kernels use (OpenMP); 1 in a build without OpenMP. */
+/* Threads the tile and RoPE kernels use (OpenMP): the requested count capped by
+ * OMP_THREAD_LIMIT, i.e. what a parallel region gets (with OMP_DYNAMIC=true a region may
+ * still get fewer, which the kernels handle); 1 in a build without OpenMP. */
 int rb_kernels_threads(void);
 /* Set it (n >= 1); no effect without OpenMP. */
 void rb_kernels_set_threads(int n);

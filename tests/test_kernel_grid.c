@@ -335,6 +335,20 @@ int main(void)
         else
             printf("skipped: %s\n", err);
     }
+    /* under OMP_THREAD_LIMIT (kernels.grid_thread_limit) the thread count the kernels
+     * report, and the study records, is the capped one */
+    const char *lim = getenv("OMP_THREAD_LIMIT");
+    if (lim && atoi(lim) >= 1) {
+        rb_kernels_set_threads(atoi(lim) + 1);
+        const int got = rb_kernels_threads();
+        if (got > atoi(lim)) {
+            printf("FAIL: rb_kernels_threads() = %d with OMP_THREAD_LIMIT=%s and %d asked\n",
+                   got, lim, atoi(lim) + 1);
+            n_fail++;
+        } else {
+            n_pass++;
+        }
+    }
     const int dims[] = {2, 6, 40, 64, 128, 256};
     /* tile edges of the kernels (64-key blocks, 6-row groups, 96-row query blocks,
      * 16-lane vectors), both loop orders (few rows vs many keys, and square) */
