@@ -1,5 +1,6 @@
 /* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS (or AMX) into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call; probe shapes go to the fp32 loop on rounded operands. */
 #include "rb_avx512.h"
+#include "rb_omp.h"
 #include "rb_pf.h"
 
 #include <cpuid.h>
@@ -840,11 +841,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
             /* the q packing above ends with a barrier; every thread owns its key ranges:
              * tid, tid + team, ... (the team may be smaller than asked, under
              * OMP_THREAD_LIMIT or OMP_DYNAMIC, and no range may be left out) */
-#ifdef _OPENMP
-            const int team = omp_get_num_threads();
-#else
-            const int team = 1;
-#endif
+            const int team = rb_omp_team();
             if (tid == 0)
                 used = team;
             for (int part = tid; part < nthr; part += team) {

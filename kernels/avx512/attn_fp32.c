@@ -2,6 +2,7 @@
 #include "rb_avx512.h"
 #include "rb_peak.h"
 #include "rb_pf.h"
+#include "rb_omp.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -757,24 +758,6 @@ static void rows32_merge(const rb_call *c, const rb_rows32 *st, int64_t i0, int6
                               st->acc + (size_t)l0 * st->dp, st->dp, RB_LN2);
 }
 
-static int threads_max(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static int thread_num(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* A query block with its estimated work, for largest-first scheduling. */
 typedef struct {
     int64_t cost;
@@ -827,7 +810,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
 #pragma omp single
         qsort(qc, (size_t)nqb, sizeof *qc, qcost_cmp);
 
-        char *my = scr + (size_t)thread_num() * per_thread;
+        char *my = scr + (size_t)rb_omp_tid() * per_thread;
         rb_rows32 st;
         rows32_layout(my, BR, c->dp, &st);
         float *S = (float *)(my + rows32_bytes(BR, c->dp));
@@ -921,12 +904,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
     int used = 1;
 #pragma omp parallel num_threads(T)
     {
-        const int tid = thread_num();
-#ifdef _OPENMP
-        const int nth = omp_get_num_threads();
-#else
-        const int nth = 1;
-#endif
+        const int tid = rb_omp_tid(), nth = rb_omp_team();
         if (tid == 0)
             used = nth;
         char *my = scr + (size_t)tid * per_thread;
@@ -1009,7 +987,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
         return 0;
     int rc = 0;
     float *qb = NULL;
-    const int T = threads_max() > 0 ? threads_max() : 1;
+    const int T = rb_omp_max() > 0 ? rb_omp_max() : 1;
     const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
     const int key_outer = nq <= KO_ROWS && nk >= 2 * nq;
     rb_row *rows = malloc((size_t)nq * sizeof *rows);

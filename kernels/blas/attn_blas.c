@@ -1,5 +1,6 @@
 /* attn_blas.c — the OpenBLAS attention tile: S = Q Kᵀ and O += P V by cblas_sgemm per (query block, key block), fp32 online softmax with the entropy accumulator in plain vectorizable C. */
 #include "rb_blas.h"
+#include "rb_omp.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -321,11 +322,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         } else {
             /* the team may be smaller than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC): each
              * thread takes key ranges tid, tid + team, ... so that none is left out */
-#ifdef _OPENMP
-            const int team = omp_get_num_threads();
-#else
-            const int team = 1;
-#endif
+            const int team = rb_omp_team();
             if (tid == 0)
                 used = team;
             double *ds = dsbuf + (size_t)tid * (size_t)nq * sst;

@@ -1,5 +1,6 @@
 /* metrics_probe.c — data-driven probe metrics (score decay, attention share, needle rank, softmax floor, E[rho]) over (probe row, visible key) pairs. */
 #include "rb_kernels.h"
+#include "rb_omp.h"
 
 #include <math.h>
 #ifdef RB_METRICS_PROBE_AVX512
@@ -797,11 +798,7 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
 #pragma omp parallel num_threads(T)
 #endif
     {
-        int tid = 0, team = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        team = omp_get_num_threads(); /* may be fewer than T (OMP_THREAD_LIMIT, OMP_DYNAMIC) */
-#endif
+        const int tid = rb_omp_tid(), team = rb_omp_team(); /* team may be < T */
         if (tid < T) {
             for (int64_t b = tid; b < nblocks; b += team) {
                 const int64_t n0 = b * KB;
