@@ -851,17 +851,16 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                     /* the raw K and V rows of this thread's next key block come from memory:
                      * prefetch them into L2 over this block's packing and groups, in order
                      * (no prefetch measured 20-30 % slower here) */
-                    rb_pf pf = {NULL, NULL, 0, 0};
+                    rb_pf pf = RB_PF_NONE;
                     if (kb1 < cut[part + 1]) {
-                        pf.k = (const char *)(c.k + (size_t)(kb1 * SBK) * (size_t)d);
-                        pf.v = (const char *)(c.v + (size_t)(kb1 * SBK) * (size_t)d);
                         const int64_t n1 =
                             kb1 + KB_SBS < cut[part + 1] ? kb1 + KB_SBS : cut[part + 1];
                         const int64_t keys = (n1 * SBK < nk ? n1 * SBK : nk) - kb1 * SBK;
                         const int64_t steps =
                             (kb1 - kb) * (PACK_STEPS(c.np) + (c.ng + AG / GR - 1) / (AG / GR));
-                        pf.left = (keys * (int64_t)d * (int64_t)sizeof(float) + 63) / 64;
-                        pf.per = (pf.left + steps - 1) / steps;
+                        pf_block(&pf, (const char *)(c.k + (size_t)(kb1 * SBK) * (size_t)d),
+                                 (const char *)(c.v + (size_t)(kb1 * SBK) * (size_t)d),
+                                 (keys * (int64_t)d * (int64_t)sizeof(float) + 63) / 64, steps);
                     }
                     for (int64_t sb = kb; sb < kb1; sb++)
                         pack_sb(&c, sb, kpt + (size_t)(sb - kb) * kp_sz,

@@ -29,6 +29,15 @@
 /* key-outer order: a whole block that at most this many rows see is read in place
  * (kblock_inplace, qk_lane) instead of packed, when d is a multiple of 16 */
 #define LANE_ROWS 32
+/* key-outer schedule (ko_schedule): KO_KAPPA is the visible (row, key) pairs whose
+ * arithmetic takes about as long as streaming one key's K and V rows on one core; a
+ * block's work prefetches nr * cnt / KO_KAPPA keys' lines of the blocks after it, and
+ * the cursor runs at most KO_AHEAD blocks ahead (256 KiB of K and V at d = 128, well
+ * inside L2). Measured on the AMD host of 2026-11-30 (1M keys, 116 log-spaced rows):
+ * KO_KAPPA 5, 7, 10, 14, 20, 30 and KO_AHEAD 2, 4, 6, 8, 12; 10 and 4 were best or
+ * within the noise of it at 1 and 2 threads. */
+#define KO_KAPPA 10
+#define KO_AHEAD 4
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
 #define KPACK_MAX ((size_t)8 << 20)
@@ -824,17 +833,15 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                 /* packed K and V of the next block come from L3/memory: prefetch them
                  * into L2 over this block's work (one step per group phase and row,
                  * and per 16 keys of each PV pass) */
-                rb_pf pf = {(const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
-                            kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
-                                     : NULL,
-                            0, 0};
+                rb_pf pf = RB_PF_NONE;
                 if (b + 1 < nkb && kb[b + 1].kmin <= c->rows[i1 - 1].pos &&
                     kb[b].kmin <= c->rows[i1 - 1].pos) {
                     const int64_t nr = i1 - rows_lower_bound(c->rows, i0, i1, kb[b].kmin);
-                    const int64_t steps =
-                        block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0);
-                    pf.left = (int64_t)BC * (int64_t)c->dp / 16;
-                    pf.per = (pf.left + steps - 1) / steps;
+                    pf_block(&pf, (const char *)kb[b].kt + (size_t)d * BC * sizeof(float),
+                             kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
+                                      : NULL,
+                             (int64_t)BC * (int64_t)c->dp / 16,
+                             block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0));
                 }
                 block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
                 if ((b + 1) % FLUSH_BLOCKS == 0 && b + 1 < nkb) {
@@ -863,42 +870,97 @@ static size_t ko_ds_offset(const rb_call *c)
            round64((size_t)c->nq * BC * sizeof(float));
 }
 
-/* run_key_outer: the probe order for few rows and many keys. Key blocks are split
- * into one contiguous range per thread with equal estimated work (visible rows times
- * keys, plus the cost of streaming the block); each thread packs its blocks one at a
- * time and runs every sorted row against it, so K and V are read once for all rows.
- * Each thread keeps the fp32 state of all nq rows, merged every FLUSH_BLOCKS blocks
- * (the rows that saw them) into a double state of its own; those are merged into
- * `state` afterwards in thread order (deterministic). */
-static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t per_thread,
-                          int T, double *state)
+/* ko_schedule: the order in which the key-outer loop takes the blocks, into ord;
+ * returns its length. nrb[b] (out) is the number of rows that see block b (rows at or
+ * after its first position); blocks no row sees are left out (block_rows_run would skip
+ * every row of them, after reading them). The rest are sorted by nrb, most rows first
+ * (a stable counting sort through tmp[nkb] and cnt[nq + 1]), and then taken from the
+ * two ends: a block with many rows (much arithmetic, little to stream) while the
+ * modelled prefetch lead is short, else one with few (little arithmetic, a whole block
+ * to stream), so that the blocks a few rows see, which leave the FMA units idle while
+ * their keys arrive, come between blocks that keep them busy and that prefetch them
+ * (pf_sched_block), and every contiguous piece of the schedule (a thread's share) has
+ * the same mix of both. The lead is modelled as run_key_outer paces it: a block adds
+ * nr * cnt * (d / 16) / KO_KAPPA lines (at most KO_AHEAD blocks' worth) and uses its
+ * own blines. */
+static int64_t ko_schedule(const rb_call *c, int64_t blines, int64_t *nrb, int64_t *ord,
+                           int64_t *tmp, int64_t *cnt)
 {
-    const int64_t nkb = (c->nk + BC - 1) / BC;
+    const int64_t nkb = (c->nk + BC - 1) / BC, nwhole = c->nk / BC;
+    for (int64_t b = 0; b < nkb; b++) {
+        const int64_t c0 = b * BC, n = c->nk - c0 < BC ? c->nk - c0 : BC;
+        int64_t lo = c->k_pos[c0];
+        for (int64_t i = 1; i < n; i++)
+            lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
+        nrb[b] = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
+    }
+    for (int64_t r = 0; r <= c->nq; r++)
+        cnt[r] = 0;
+    for (int64_t b = 0; b < nkb; b++)
+        cnt[nrb[b]]++;
+    int64_t nvis = 0;
+    for (int64_t r = c->nq; r >= 1; r--) {
+        const int64_t x = cnt[r];
+        cnt[r] = nvis;
+        nvis += x;
+    }
+    for (int64_t b = 0; b < nkb; b++)
+        if (nrb[b] > 0)
+            tmp[cnt[nrb[b]]++] = b;
+    const double cap = (double)KO_AHEAD * (double)blines, target = 0.5 * cap;
+    double lead = 0;
+    for (int64_t f = 0, e = nvis - 1, n = 0; f <= e; n++) {
+        const int64_t b = lead < target ? tmp[f++] : tmp[e--];
+        const int64_t keys = c->nk - b * BC < BC ? c->nk - b * BC : BC;
+        lead -= b < nwhole ? (double)blines : 0.0;
+        lead = lead < 0 ? 0 : lead;
+        lead += (double)nrb[b] * (double)keys * (double)(c->d / 16) / KO_KAPPA;
+        lead = lead > cap ? cap : lead;
+        ord[n] = b;
+    }
+    return nvis;
+}
+
+/* run_key_outer: the probe order for few rows and many keys. The blocks are taken in
+ * ko_schedule's order (sch: 3 * nkb + nq + 1 int64), which is split into one
+ * contiguous piece per thread with equal estimated work (visible rows times keys, plus
+ * the cost of streaming the block); each thread packs its blocks one at a time and runs
+ * every sorted row against it, so K and V are read once for all rows, while it
+ * prefetches the blocks after it in its piece (pf_sched_block: in proportion to the
+ * block's arithmetic, at most KO_AHEAD blocks ahead). Each thread keeps the fp32 state
+ * of all nq rows, merged every FLUSH_BLOCKS blocks (the rows that saw them) into a
+ * double state of its own; those are merged into `state` afterwards in thread order
+ * (deterministic: the schedule depends on the positions alone). */
+static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *scr,
+                          size_t per_thread, int T, double *state)
+{
+    const int64_t nkb = (c->nk + BC - 1) / BC, nwhole = c->nk / BC;
+    /* lines of one whole block: BC rows of d floats, + 1 for a start off a line */
+    const int64_t blines = (int64_t)BC * c->d / 16 + 1;
+    int64_t *nrb = sch, *ord = sch + nkb;
+    const int64_t nvis = ko_schedule(c, blines, nrb, ord, sch + 2 * nkb, sch + 3 * nkb);
     /* partition: cost of block b = cnt * (rows at or after its first position + 32, + 32
      * more when it is packed rather than read in place): the constant stands for the
      * stream of its K and V, the second for the transposes and the V copy. Measured
-     * (1M keys, 2 threads): the two threads' times differ by 2-8 % at 32, 128 and 512
-     * log-spaced rows, against 9-21 % with the + 16 of before, which ignored packing. */
+     * (1M keys, 2 threads, blocks in position order): the two threads' times differ by
+     * 2-8 % at 32, 128 and 512 log-spaced rows, against 9-21 % with the + 16 of before,
+     * which ignored packing. */
     int64_t total = 0;
     for (int pass = 0; pass < 2; pass++) {
         int64_t run = 0;
         int t = 1;
         bound[0] = 0;
-        for (int64_t b = 0; b < nkb; b++) {
-            const int64_t c0 = b * BC;
+        for (int64_t j = 0; j < nvis; j++) {
+            const int64_t b = ord[j], c0 = b * BC, nr = nrb[b];
             const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
-            int64_t lo = c->k_pos[c0];
-            for (int i = 1; i < cnt; i++)
-                lo = c->k_pos[c0 + i] < lo ? c->k_pos[c0 + i] : lo;
-            const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, lo);
             run += (nr + 32 + (block_inplace_ok(c->d, cnt, nr) ? 0 : 32)) * (int64_t)cnt;
             if (pass == 1)
                 while (t < T && run * T >= total * t)
-                    bound[t++] = b + 1;
+                    bound[t++] = j + 1;
         }
         if (pass == 1)
             while (t <= T)
-                bound[t++] = nkb;
+                bound[t++] = nvis;
         total = run;
     }
     int used = 1;
@@ -917,36 +979,34 @@ static void run_key_outer(const rb_call *c, int64_t *bound, char *scr, size_t pe
         double *ds = (double *)(my + ko_ds_offset(c));
         rows32_reset(&st, c->nq);
         rb_state_init(ds, c->nq, c->d);
-        int nb = 0;          /* blocks since the last flush, */
+        int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
         /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
          * (block_inplace_ok) */
         const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
-            for (int64_t b = bound[part]; b < bound[part + 1]; b++) {
-                const int64_t c0 = b * BC;
+            const int64_t j1 = bound[part + 1];
+            rb_pf pf;
+            pf_sched_start(&pf, ord, bound[part], j1, (const char *)c->k, (const char *)c->v,
+                           (size_t)BC * (size_t)c->d * sizeof(float), blines, nwhole);
+            int64_t consumed = 0; /* lines of this piece's blocks up to the current one */
+            for (int64_t jj = bound[part]; jj < j1; jj++) {
+                const int64_t b = ord[jj], c0 = b * BC, nr = nrb[b];
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
-                /* prefetch the next block of this range (if whole) over this one's work:
-                 * one step per transpose, 16 v rows copied, group phase and visible row,
-                 * per 16 keys of a row when the block is read in place, and per 16 keys
-                 * of each PV pass */
-                rb_pf pf = {(const char *)(c->k + (size_t)(c0 + BC) * (size_t)c->d),
-                            c->v ? (const char *)(c->v + (size_t)(c0 + BC) * (size_t)c->d)
-                                 : NULL,
-                            0, 0};
                 rb_kblock blk;
                 kblock_positions(c->k_pos, c0, cnt, kp, &blk);
-                const int64_t nr = c->nq - rows_lower_bound(c->rows, 0, c->nq, blk.kmin);
                 const int inplace = block_inplace_ok(c->d, cnt, nr);
-                if (b + 1 < bound[part + 1] && c0 + 2 * BC <= c->nk) {
-                    const int64_t steps =
-                        (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
-                        (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
-                        (inplace && c->bf16 ? BC / 16 : 0) +
-                        block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace);
-                    pf.left = (int64_t)BC * c->d / 16 + 1;
-                    pf.per = steps > 0 ? (pf.left + steps - 1) / steps : pf.left;
-                }
+                /* pf_steps over this block's work: one per transpose, 16 v rows copied,
+                 * group phase and visible row, per 16 keys of a row when the block is
+                 * read in place, and per 16 keys of each PV pass */
+                const int64_t steps =
+                    (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
+                    (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
+                    (inplace && c->bf16 ? BC / 16 : 0) +
+                    block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace);
+                consumed += b < nwhole ? blines : 0;
+                pf_sched_block(&pf, jj, consumed, nr * cnt * (c->d / 16) / KO_KAPPA,
+                               KO_AHEAD * blines, steps);
                 if (inplace)
                     kblock_inplace(c->k, c->v, c0, c->d, c->bf16, &pf, kt, vt, &blk);
                 else
@@ -993,7 +1053,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
     char *scr = NULL;
     float *kt = NULL, *vt = NULL;
-    int64_t *kp = NULL, *bound = NULL;
+    int64_t *kp = NULL, *bound = NULL, *sch = NULL;
     rb_kblock *kb = NULL;
     rb_qcost *qc = NULL;
     if (!rows) {
@@ -1022,10 +1082,11 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
             ko_ds_offset(&c) + round64((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
         scr = aligned_alloc(64, per_thread * (size_t)T);
         bound = malloc(((size_t)T + 1) * sizeof *bound);
-        if (!scr || !bound)
+        sch = malloc((3 * (size_t)((nk + BC - 1) / BC) + (size_t)nq + 1) * sizeof *sch);
+        if (!scr || !bound || !sch)
             rc = RB_ENOMEM;
         else
-            run_key_outer(&c, bound, scr, per_thread, T, state);
+            run_key_outer(&c, bound, sch, scr, per_thread, T, state);
         goto cleanup;
     }
 
@@ -1059,6 +1120,7 @@ cleanup:
     free(vt);
     free(kp);
     free(bound);
+    free(sch);
     free(kb);
     free(qc);
     return rc;
