@@ -97,7 +97,10 @@ static void bench_usage(FILE *f)
             "      --head-dims LIST   causal head_dims, even, 2..512 (default 64,128)\n"
             "      --lengths LIST     causal lengths L, 16..1048576 (default 4096,16384;\n"
             "                         --quick: 1024,2048)\n"
-            "  -h, --help, --version\n",
+            "  -h, --help, --version\n"
+            "\n"
+            "Environment: ROPEBENCH_ISA as for a study; ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
+            "(and the triad's) off transparent huge pages.\n",
             REP_BUDGET_S);
 }
 
@@ -522,6 +525,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "hugepages", rb_kernels_hugepages(),
+                                      err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "ropebench_version", rb_version_string(),
                                       err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "created_utc", when, err, el)) ||
@@ -926,6 +931,8 @@ int rb_cmd_bench(int argc, char **argv)
             printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, all in L1, "
                    "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
+        printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
+               RB_HUGE_MIN >> 20, rb_kernels_hugepages());
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads\n",
                pk.triad_bytes >> 20, pk.triad1, pk.triad_all, o.all_threads);
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "

@@ -107,7 +107,8 @@ static void usage(FILE *f)
             "      --version           print the version\n"
             "\n"
             "Every key is validated before any work; errors exit with status 2.\n"
-            "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 forces a kernel.\n"
+            "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 forces a kernel;\n"
+            "ROPEBENCH_HUGEPAGES=0 keeps the large arrays off transparent huge pages.\n"
             "See docs/config.md for the keys.\n");
 }
 
@@ -697,6 +698,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_str(r->res, p, "build_type", RB_BUILD_TYPE, e, el));
     TRY(rb_results_attr_str(r->res, p, "kernel_isa", isa, e, el));
     TRY(rb_results_attr_str(r->res, p, "cpu_model", cpu, e, el));
+    TRY(rb_results_attr_str(r->res, p, "hugepages", rb_kernels_hugepages(), e, el));
     TRY(rb_results_attr_str(r->res, p, "mpi_version", mpiv, e, el));
     TRY(rb_results_attr_str(r->res, p, "hdf5_version", rb_results_backend_version(), e,
                             el));

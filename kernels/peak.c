@@ -120,10 +120,11 @@ double rb_triad_gbps(int threads, size_t bytes_per_array)
     double *a = NULL, *b = NULL, *c = NULL, best = -1.0, result = -1.0;
     if (n < 1024)
         goto cleanup;
-    const size_t bytes = (n * sizeof(double) + 63) / 64 * 64;
-    a = aligned_alloc(64, bytes);
-    b = aligned_alloc(64, bytes);
-    c = aligned_alloc(64, bytes);
+    /* the kernels' allocator: the same alignment and huge pages as their arrays */
+    const size_t bytes = n * sizeof(double);
+    a = rb_kernels_alloc(bytes);
+    b = rb_kernels_alloc(bytes);
+    c = rb_kernels_alloc(bytes);
     if (!a || !b || !c)
         goto cleanup;
     const int nt = resolve_threads(threads);

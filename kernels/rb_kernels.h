@@ -235,9 +235,24 @@ int rb_kernels_helpers_avx512(void);
  * all the same, as malloc(0) may give), for the q, k
  * and v arrays handed to the kernels: the fp32 kernel reads the key and value rows of a
  * probe's sparse blocks in place when they are 64-byte aligned (and copies them when
- * not), and no load of a row of 16k floats then splits a cache line. Release with
- * free(). NULL if out of memory. */
+ * not), and no load of a row of 16k floats then splits a cache line. Blocks of 64 KiB
+ * and more start a page; blocks of RB_HUGE_MIN bytes and more start a 2 MiB boundary
+ * and, on Linux, ask for transparent huge pages (madvise MADV_HUGEPAGE; a hint the
+ * system may ignore, see rb_kernels_hugepages) unless ROPEBENCH_HUGEPAGES=0. The
+ * STREAM triad (rb_triad_gbps) allocates through here too, so that a kernel's fraction
+ * of it compares like with like. Release with free(). NULL if out of memory. */
 void *rb_kernels_alloc(size_t bytes);
+
+/* RB_HUGE_MIN: the smallest block rb_kernels_alloc asks huge pages for (4 MiB). */
+#define RB_HUGE_MIN ((size_t)4 << 20)
+
+/* rb_kernels_hugepages: what rb_kernels_alloc does about huge pages, for the log and
+ * the bench's header: a static string, "madvise" (asked for, and the system's
+ * /sys/kernel/mm/transparent_hugepage/enabled allows it: "always" or "madvise"),
+ * "always" (the system gives them unasked: ROPEBENCH_HUGEPAGES=0 cannot turn them
+ * off), "off (ROPEBENCH_HUGEPAGES=0)", "off (system: never)" or "unsupported" (not
+ * Linux, or the setting unreadable). The environment is read on every call. */
+const char *rb_kernels_hugepages(void);
 
 /* Threads the tile and RoPE kernels use (OpenMP): the requested count capped by
  * OMP_THREAD_LIMIT, i.e. what a parallel region gets (with OMP_DYNAMIC=true a region may

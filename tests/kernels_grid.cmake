@@ -36,3 +36,9 @@ rb_add_test(NAME kernels.long_rows COMMAND test_kernel_long LABELS kernels)
 # the cases ask for 2): the key ranges split per asked thread must all still be covered
 rb_add_test(NAME kernels.grid_thread_limit COMMAND test_kernel_grid LABELS kernels)
 set_property(TEST kernels.grid_thread_limit APPEND PROPERTY ENVIRONMENT OMP_THREAD_LIMIT=1)
+
+# rb_kernels_alloc: alignment per size class, huge-page advice as rb_kernels_hugepages
+# reports it, with and without ROPEBENCH_HUGEPAGES=0
+add_executable(test_kernels_alloc test_kernels_alloc.c)
+target_link_libraries(test_kernels_alloc PRIVATE rb_kernels)
+rb_add_test(NAME kernels.alloc COMMAND test_kernels_alloc LABELS kernels)
