@@ -554,6 +554,60 @@ static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
         qk_lane_d(q, kr, d, S, pf);
 }
 
+/* qk_lane4_d: qk_lane_d for 4 rows at once, S[r * BC + c] = <q[r], k_c> for r < 4:
+ * 4 keys at a time against the 4 rows in 16 accumulators (a[4 * key + row], so that
+ * sum16's lane 4 * row + key is that pair and each row's 4 scores are one 128-bit
+ * quarter), every key load feeding 4 FMAs instead of 1. Each score is summed exactly
+ * as qk_lane_d sums it (the same FMA chain over the dims, the same tree), so the two
+ * give identical bits. One pf_step per 4 keys (4 per 16 keys of each row, as qk_lane).
+ * Measured (1M keys, 116 log-spaced rows, 1 thread): the arithmetic 7 % faster, the
+ * probe from memory 2-3 %. */
+RB_AI void qk_lane4_d(const float *const *q, const float *kr, const int d, float *S,
+                      rb_pf *pf)
+{
+    for (int k0 = 0; k0 < BC; k0 += 4) {
+        pf_step(pf);
+        const float *kw = kr + (size_t)k0 * (size_t)d;
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int s = 0; s < 16; s++)
+            a[s] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+        for (int j = 0; j < d; j += 16) {
+            __m512 qv[4], kv[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                qv[r] = _mm512_loadu_ps(q[r] + j);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                kv[c] = _mm512_loadu_ps(kw + (size_t)c * (size_t)d + j);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    a[4 * c + r] = _mm512_fmadd_ps(qv[r], kv[c], a[4 * c + r]);
+        }
+        const __m512 x = sum16(a);
+        _mm_store_ps(S + 0 * BC + k0, _mm512_extractf32x4_ps(x, 0));
+        _mm_store_ps(S + 1 * BC + k0, _mm512_extractf32x4_ps(x, 1));
+        _mm_store_ps(S + 2 * BC + k0, _mm512_extractf32x4_ps(x, 2));
+        _mm_store_ps(S + 3 * BC + k0, _mm512_extractf32x4_ps(x, 3));
+    }
+}
+
+/* qk_lane4: qk_lane4_d with the common head_dims made constants. */
+static void qk_lane4(const float *const *q, const float *kr, int d, float *S, rb_pf *pf)
+{
+    if (d == 128)
+        qk_lane4_d(q, kr, 128, S, pf);
+    else if (d == 64)
+        qk_lane4_d(q, kr, 64, S, pf);
+    else if (d == 256)
+        qk_lane4_d(q, kr, 256, S, pf);
+    else
+        qk_lane4_d(q, kr, d, S, pf);
+}
+
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
  * 16, 64-byte aligned rows); m and u in base-2 units (softmax_row). l and u are kept as
  * 16 partial sums per row (the lanes of softmax_row's vectors), so that no row's update
@@ -682,8 +736,8 @@ static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int i
 }
 
 /* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
- * against one block, packed (b->kt) or read in place (b->kr: the scores row by row with
- * qk_lane). Rows before the block's first position are skipped; the
+ * against one block, packed (b->kt) or read in place (b->kr: the scores four rows at a
+ * time with qk_lane4, the rest row by row with qk_lane). Rows before the block's first position are skipped; the
  * rest go in groups of RG, in three phases so that each half of the block stays in L1
  * while all groups use it: the scores of every group (S holds a row of BC per row), the
  * softmax of every row (masked unless the block is whole and every key is at or before
@@ -703,9 +757,13 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
             qr[r] = c->q + (size_t)c->rows[g + r].idx * (size_t)c->d;
         if (b->kt)
             qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
-        else
-            for (int r = 0; r < R; r++)
+        else {
+            int r = 0;
+            for (; r + 4 <= R; r += 4)
+                qk_lane4(qr + r, b->kr, c->d, S + (size_t)(g - g0 + r) * BC, pf);
+            for (; r < R; r++)
                 qk_lane(qr[r], b->kr, c->d, S + (size_t)(g - g0 + r) * BC, pf);
+        }
         pf_step(pf);
     }
     /* bit g of any[]: row group g saw a key of the block */
