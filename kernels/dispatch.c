@@ -345,7 +345,11 @@ const char *rb_kernels_hugepages(void)
  * probe rows): huge pages took the fp32 probe from 0.065 to 0.057 s at 1 thread and
  * from 0.038 to 0.031 s at 2, a STREAM triad from 30.6 to 33.6 GB/s and from 61.5 to
  * 67.0 GB/s (fewer TLB misses and page walks on a 1 GiB stream); on the Intel host
- * of earlier sessions they raised the probe by 23 % and the triad by 35 %. */
+ * of earlier sessions they raised the probe by 23 % and the triad by 35 %. The cost is
+ * at first touch, and it depends on the system: a fault that finds no free huge page
+ * may stall in direct compaction (first touch of 1 GiB: 0.68-2.3 s in a process started
+ * after a long build, 0.07-0.17 s once free huge pages exist, 0.39 s on 4 KiB pages);
+ * the default study on 2 ranks took 56 s with them and 58 s without. */
 void *rb_kernels_alloc(size_t bytes)
 {
     const int huge = bytes >= RB_HUGE_MIN;
