@@ -735,6 +735,15 @@ static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int i
            (has_v ? pv_steps_rows(nr, dp, cnt) : 0);
 }
 
+/* l1_prefetch: ask for the `bytes` from p in L1, one PREFETCHT0 per 64 bytes (a hint:
+ * when p is not line-aligned the last line may be left out). */
+static void l1_prefetch(const void *p, size_t bytes)
+{
+    const char *c = (const char *)p;
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
 /* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
  * against one block, packed (b->kt) or read in place (b->kr: the scores four rows at a
  * time with qk_lane4, the rest row by row with qk_lane). Rows before the block's first position are skipped; the
@@ -750,6 +759,13 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     if (i0 >= i1 || c->rows[i1 - 1].pos < b->kmin)
         return;
     const int64_t g0 = rows_lower_bound(c->rows, i0, i1, b->kmin);
+    /* a block read in place comes from L2 (rb_pf brought it there): ask for its K rows
+     * in L1 before the scores read them, and below for its V rows before PV (by then K
+     * is done with, so the two do not crowd each other out of L1). Measured (1M keys,
+     * huge pages, alternating runs): 116 log-spaced rows 0.0535 -> 0.049 s at 1 thread
+     * and 0.033 -> 0.030 s at 2, 31 rows -5 to -8 %, 415 rows unchanged. */
+    if (!b->kt)
+        l1_prefetch(b->kr, (size_t)BC * (size_t)c->d * sizeof(float));
     for (int64_t g = g0; g < i1; g += RG) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
         const float *qr[RG];
@@ -782,6 +798,8 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         if (seen)
             any[grp / 64] |= (uint64_t)1 << (grp % 64);
     }
+    if (!b->kt && b->vt)
+        l1_prefetch(b->vt, (size_t)b->cnt * st->dp * sizeof(float));
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
         if (b->vt && (any[grp / 64] >> (grp % 64) & 1u))
