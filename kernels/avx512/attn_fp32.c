@@ -355,6 +355,21 @@ RB_AI void qk_block(const float *const *qr, const int R, const float *kt, const 
     default: F(1); break;                                                               \
     }
 
+/* RB_D_CASES(F): F(128), F(64) or F(256) when d is one of them, so that the callee is
+ * inlined with its dims a constant (unrolled, key rows at immediate offsets), else
+ * F(d). */
+#define RB_D_CASES(F)                                                                   \
+    do {                                                                                \
+        if (d == 128)                                                                   \
+            F(128);                                                                     \
+        else if (d == 64)                                                               \
+            F(64);                                                                      \
+        else if (d == 256)                                                              \
+            F(256);                                                                     \
+        else                                                                            \
+            F(d);                                                                       \
+    } while (0)
+
 /* qk_run: qk_block with the row count and the common head_dims made constants. */
 static void qk_run(const float *const *qr, int R, const float *kt, int d, float *S)
 {
@@ -544,14 +559,9 @@ RB_AI void qk_lane_d(const float *q, const float *kr, const int d, float *S, rb_
 /* qk_lane: qk_lane_d with the common head_dims made constants. */
 static void qk_lane(const float *q, const float *kr, int d, float *S, rb_pf *pf)
 {
-    if (d == 128)
-        qk_lane_d(q, kr, 128, S, pf);
-    else if (d == 64)
-        qk_lane_d(q, kr, 64, S, pf);
-    else if (d == 256)
-        qk_lane_d(q, kr, 256, S, pf);
-    else
-        qk_lane_d(q, kr, d, S, pf);
+#define QL_D(D) qk_lane_d(q, kr, D, S, pf)
+    RB_D_CASES(QL_D);
+#undef QL_D
 }
 
 /* qk_lane4_d: qk_lane_d for 4 rows at once, S[r * BC + c] = <q[r], k_c> for r < 4:
@@ -598,14 +608,9 @@ RB_AI void qk_lane4_d(const float *const *q, const float *kr, const int d, float
 /* qk_lane4: qk_lane4_d with the common head_dims made constants. */
 static void qk_lane4(const float *const *q, const float *kr, int d, float *S, rb_pf *pf)
 {
-    if (d == 128)
-        qk_lane4_d(q, kr, 128, S, pf);
-    else if (d == 64)
-        qk_lane4_d(q, kr, 64, S, pf);
-    else if (d == 256)
-        qk_lane4_d(q, kr, 256, S, pf);
-    else
-        qk_lane4_d(q, kr, d, S, pf);
+#define QL4_D(D) qk_lane4_d(q, kr, D, S, pf)
+    RB_D_CASES(QL4_D);
+#undef QL4_D
 }
 
 /* Per-row fp32 online state of a run of rows: m, l, u and acc[dp] (dp = d rounded up to
