@@ -145,6 +145,8 @@ typedef struct {
     int64_t kmin, kmax;
     int vrnd;         /* 1: vt holds unrounded values in place, rounded to bf16 as PV
                        * loads them */
+    int cold_k, cold_v; /* 1: kr (vt) are the caller's rows, in L2 at best (rb_pf); 0:
+                         * packed or copied into scratch just now */
 } rb_kblock;
 
 /* kblock_positions: kp[0..BC) from k_pos[c0..c0 + cnt) (INT64_MAX past cnt), and the
@@ -226,6 +228,7 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
     b->kr = NULL;
     b->vt = v ? vt : NULL;
     b->vrnd = 0;
+    b->cold_k = b->cold_v = 0;
 }
 
 /* kblock_inplace: a whole block (BC keys from c0, d a multiple of 16, so dp = d) whose
@@ -244,6 +247,8 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, in
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
     b->vrnd = 0;
+    b->cold_k = !bf16;
+    b->cold_v = 0;
     if (bf16) {
         for (int c = 0; c < BC; c++) {
             if (c % 16 == 0)
@@ -260,6 +265,7 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, in
     if ((uintptr_t)v % 64 == 0) {
         b->vt = vs;
         b->vrnd = bf16;
+        b->cold_v = 1;
         return;
     }
     for (int c = 0; c < BC; c++) {
@@ -764,12 +770,13 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     if (i0 >= i1 || c->rows[i1 - 1].pos < b->kmin)
         return;
     const int64_t g0 = rows_lower_bound(c->rows, i0, i1, b->kmin);
-    /* a block read in place comes from L2 (rb_pf brought it there): ask for its K rows
-     * in L1 before the scores read them, and below for its V rows before PV (by then K
-     * is done with, so the two do not crowd each other out of L1). Measured (1M keys,
-     * huge pages, alternating runs): 116 log-spaced rows 0.0535 -> 0.049 s at 1 thread
-     * and 0.033 -> 0.030 s at 2, 31 rows -5 to -8 %, 415 rows unchanged. */
-    if (!b->kt)
+    /* rows read in place come from L2 (rb_pf brought them there): ask for the K rows
+     * in L1 before the scores read them, and below for the V rows before PV (by then K
+     * is done with, so the two do not crowd each other out of L1); rows packed or
+     * copied into scratch are there already. Measured (1M keys, huge pages,
+     * alternating runs): 116 log-spaced rows 0.0535 -> 0.049 s at 1 thread and 0.033
+     * -> 0.030 s at 2, 31 rows -5 to -8 %, 415 rows unchanged. */
+    if (b->cold_k)
         l1_prefetch(b->kr, (size_t)BC * (size_t)c->d * sizeof(float));
     for (int64_t g = g0; g < i1; g += RG) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
@@ -803,7 +810,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         if (seen)
             any[grp / 64] |= (uint64_t)1 << (grp % 64);
     }
-    if (!b->kt && b->vt)
+    if (b->cold_v)
         l1_prefetch(b->vt, (size_t)b->cnt * st->dp * sizeof(float));
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
