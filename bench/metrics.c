@@ -584,6 +584,19 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             w[j] = (qn > 0 ? m->qnorm_sum[j] / qn : 0) * (kn > 0 ? m->knorm_sum[j] / kn : 0);
     }
     MPI_Bcast(w, np, MPI_DOUBLE, 0, comm);
+    {
+        double wsum = 0;
+        for (int j = 0; j < np; j++) wsum += w[j];
+        if (!(wsum > 0)) { /* the same on every rank: w was broadcast */
+            const char *cn = strrchr(case_g, '/');
+            rc = rb_errf(err, errlen, RB_EINVAL,
+                         "metrics of case %s: q or k is zero in every rotary pair "
+                         "(E[|q_j||k_j|] = 0 for all j), so the phase distance D has no "
+                         "weights; check the input data (file.path for the file dataset) or "
+                         "set metrics.enabled = false", cn ? cn + 1 : case_g);
+            goto cleanup;
+        }
+    }
     rb_metrics_bands(m->inv_base, np, c->original_ctx, c->beta_fast, c->beta_slow, band);
     snprintf(g, sizeof g, "%s/phase/by_distance", case_g);
     /* a = D, tmp = D_band [3][nb], b = ood count, cc = ood energy */
@@ -599,6 +612,12 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     TRY(put1(res, g, "weight", w, np, err, errlen));
     for (int j = 0; j < np; j++) e[j] = band[j];
     TRY(put1(res, g, "band", e, np, err, errlen));
+    {
+        int64_t dz = -1;
+        TRY(rb_metrics_D_leaves_zero(m->inv_base, m->inv, w, np, c->original_ctx, m->L - 1,
+                                     RB_METRICS_D_ZERO_TOL, &dz, err, errlen));
+        TRY(rb_results_attr_i64(res, g, "D_leaves_zero", dz, err, errlen));
+    }
 
     /* ---- 3. entropy by position bins (log-spaced positions) */
     {
@@ -692,7 +711,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     TRY(put1(res, g, "roformer_bound", a, nb, err, errlen));
     TRY(put1(res, g, "B", b, nb, err, errlen));
     TRY(rb_results_attr_i64(res, g, "first_negative_B",
-                            rb_metrics_first_negative_B(m->inv, np, m->L), err, errlen));
+                            rb_metrics_first_negative_B(m->inv, np, m->L - 1), err, errlen));
     if (m->probe) {
         for (int i = 0; i < nb; i++) {
             const double n = m->count[i];

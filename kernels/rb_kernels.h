@@ -334,6 +334,22 @@ int rb_metrics_phase_distance(const double *inv_freq_base, const double *inv_fre
                               double *ood_count, double *ood_energy, char *err,
                               size_t errlen);
 
+/* Where D counts as 0 (rad): the report's and the results file's threshold. */
+#define RB_METRICS_D_ZERO_TOL 1e-9
+
+/* rb_metrics_D_leaves_zero: the first integer distance delta in [1, max_delta] at which
+ * D(delta) of rb_metrics_phase_distance (same pairs, weights and L0) exceeds tol, into
+ * *first; -1 when D <= tol at every one of them (max_delta < 1: -1). Where D is what
+ * the bins of phase/by_distance sample, this is the exact place it leaves 0. Each delta
+ * first tries the trained distances t = delta and t = round(delta theta'_k / theta_k)
+ * (k the first pair with weight): if either is within tol, D is too (D is a minimum
+ * over t); only a delta that both miss gets the full O(L0 np) minimisation, so a
+ * schedule that leaves 0 at delta costs O(delta np) plus one full evaluation. tol >= 0.
+ * Errors as rb_metrics_phase_distance (RB_EINVAL, RB_ENOMEM), *first = -1. */
+int rb_metrics_D_leaves_zero(const double *inv_freq_base, const double *inv_freq,
+                             const double *w, int np, int64_t L0, int64_t max_delta,
+                             double tol, int64_t *first, char *err, size_t errlen);
+
 /* Long-range decay bounds at distances delta[0..nd): roformer[i] = (1/np) sum_{i=1..np}
  * |S_i|, S_i = sum_{k<i} exp(1i delta theta'_k) ((np+1)/2 at delta 0); B[i] =
  * sum_j cos(delta theta'_j). Exact phases; delta as in rb_metrics_phase_distance;

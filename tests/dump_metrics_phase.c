@@ -3,7 +3,7 @@
  * Usage: dump_metrics_phase                  cases on stdin, results on stdout
  *        dump_metrics_phase --bench L0 np nd [L]   time rb_metrics_phase_distance
  * A case is a block of lines "key values..." ending with "end":
- *   L0 N | L N | nbins K | beta F S | max_delta M
+ *   L0 N | L N | nbins K | beta F S | max_delta M | max_delta_D M
  *   inv_freq_base v0 v1 ... | inv_freq v0 ... | w v0 ... | delta v0 ...
  * Output per case (all %.17g), then "end":
  *   bins n e_0 .. e_n          (or "bins error")
@@ -12,7 +12,8 @@
  *   pair j trained_span max_phase turns ood
  *   dist i D D_high D_mid D_low ood_count ood_energy   (or "dist error MESSAGE")
  *   decay i roformer B
- *   first_negative d */
+ *   first_negative d
+ *   d_leaves_zero d            (or "d_leaves_zero error MESSAGE") */
 #include "rb_kernels.h"
 
 #include <math.h>
@@ -24,7 +25,7 @@
 #define MAXV 4096
 
 typedef struct {
-    int64_t L0, L, max_delta;
+    int64_t L0, L, max_delta, max_delta_D;
     int nbins;
     double bf, bs;
     double base[MAXV], inv[MAXV], w[MAXV], delta[MAXV];
@@ -84,6 +85,13 @@ static void run_case(const dcase *c)
         printf("decay %d %.17g %.17g\n", i, rf[i], B[i]);
     printf("first_negative %lld\n",
            (long long)rb_metrics_first_negative_B(c->inv, np, c->max_delta));
+    int64_t dz;
+    rc = rb_metrics_D_leaves_zero(c->base, c->inv, c->w, np, c->L0, c->max_delta_D,
+                                  RB_METRICS_D_ZERO_TOL, &dz, err, sizeof err);
+    if (rc)
+        printf("d_leaves_zero error %s\n", err);
+    else
+        printf("d_leaves_zero %lld\n", (long long)dz);
     printf("end\n");
     fflush(stdout);
 }
@@ -119,10 +127,18 @@ static int bench(int64_t L0, int np, int nd, int64_t L)
     int64_t fn = rb_metrics_first_negative_B(inv, np, L);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s2 = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    /* D leaves 0 for method none (inv = base), the longest scan: delta up to L0 */
+    int64_t dz = -1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rc == RB_OK)
+        rc = rb_metrics_D_leaves_zero(base, base, w, np, L0, L - 1, RB_METRICS_D_ZERO_TOL, &dz,
+                                      err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s3 = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("L0 %lld np %d nd %d L %lld threads %d: D %.3f s (D[last] %.6g), "
-           "first_negative_B %lld in %.3f s\n",
+           "first_negative_B %lld in %.3f s, D leaves 0 (method none) at %lld in %.3f s\n",
            (long long)L0, np, nd, (long long)L, rb_kernels_threads(), s, D[nd - 1],
-           (long long)fn, s2);
+           (long long)fn, s2, (long long)dz, s3);
 cleanup:
     free(base);
     free(del);
@@ -152,6 +168,8 @@ int main(int argc, char **argv)
             c.L = strtoll(rest, NULL, 10);
         else if (!strcmp(line, "max_delta"))
             c.max_delta = strtoll(rest, NULL, 10);
+        else if (!strcmp(line, "max_delta_D"))
+            c.max_delta_D = strtoll(rest, NULL, 10);
         else if (!strcmp(line, "nbins"))
             c.nbins = atoi(rest);
         else if (!strcmp(line, "beta")) {

@@ -7,7 +7,8 @@ stored (docs/metrics.md):
   entropy/by_position   count, mean, min, max, std, mean_normalized per stored bin
   phase/pairs           trained_span, max_phase, turns, ood, critical_pair
   phase/by_distance     D, D per band, ood fractions (numpy brute force over trained
-                        distances, with the stored weights); in probe mode the weights
+                        distances, with the stored weights), D_leaves_zero (the same brute
+                        force at every distance until D > 1e-9); in probe mode the weights
                         themselves, E[rho_j] over the (probe row, key) pairs
   decay/by_distance     B(delta), first_negative_B (brute force), and in probe mode
                         count, mean_score, std_score over (row, key) pairs per bin
@@ -366,13 +367,15 @@ def case(name, c):
     for col, key in enumerate(("D", "D_high", "D_mid", "D_low", "ood_frac_count",
                                "ood_frac_energy")):
         check(f"{name} {key}", g[key][()], rows[:, col], 1e-9)
+    check(f"{name} D_leaves_zero", attr(g, "D_leaves_zero"),
+          phase_oracle.d_leaves_zero(base, inv, w, L0, L - 1), 0)
 
     # 4. analytic decay
     g = c["decay/by_distance"]
     dist = g["distance"][()]
     B = np.cos(np.outer(dist, inv)).sum(axis=1)
     check(f"{name} B", g["B"][()], B, 1e-9)
-    deltas = np.arange(1, L + 1, dtype=np.float64)
+    deltas = np.arange(1, L, dtype=np.float64)  # [1, L-1]: the case's distances
     Ball = np.concatenate([np.cos(np.outer(ch, inv)).sum(axis=1)
                            for ch in np.array_split(deltas, max(1, L // 4096))])
     neg = np.flatnonzero(Ball < 0)

@@ -107,6 +107,23 @@ def distance(theta, thetap, w, band, L0, deltas):
     return out
 
 
+def d_leaves_zero(theta, thetap, w, L0, max_delta, tol=1e-9):
+    """First integer delta in [1, max_delta] with D(delta) > tol, by brute force over
+    every trained distance, or -1."""
+    trained = phase(np.arange(L0, dtype=np.float64)[:, None], theta[None, :])  # [L0, np]
+    W = w.sum()
+    chunk = max(1, (1 << 22) // max(1, L0 * len(theta)))
+    for d0 in range(1, max_delta + 1, chunk):
+        d = np.arange(d0, min(d0 + chunk, max_delta + 1), dtype=np.float64)
+        a = phase(d[:, None], thetap[None, :])                           # [k, np]
+        diff = wrap(a[:, None, :] - trained[None, :, :])                 # [k, L0, np]
+        D = np.sqrt(((diff * diff) @ w).min(axis=1) / W)
+        pos = np.nonzero(D > tol)[0]
+        if len(pos):
+            return int(d[pos[0]])
+    return -1
+
+
 def decay(thetap, deltas):
     out = []
     for d in deltas:
@@ -214,15 +231,19 @@ def main():
         deltas += [float(v) for v in rng.integers(0, 2 * L, 6)]
         deltas += [math.sqrt(e[-2] * (e[-1] - 1.0)), 2.5, 0.0, float(L0 - 1), float(L0)]
         max_delta = int(rng.choice([3000, 20000])) if d == 64 else 2000
+        # D leaves 0: past L0 where the brute force is cheap (an unscaled schedule
+        # leaves 0 exactly there), the first 300 distances where it is not
+        max_delta_D = L0 + 16 if L0 <= 300 else 300
         cases.append(dict(label=label, d=d, base=base, L0=L0, L=L, nbins=nbins, bf=bf,
                           bs=bs, theta=base_f, thetap=inv, w=w, deltas=deltas,
-                          max_delta=max_delta))
+                          max_delta=max_delta, max_delta_D=max_delta_D))
     text = ""
     for c in cases:
         def fl(a):
             return " ".join(f"{v:.17g}" for v in a)
         text += (f"L0 {c['L0']}\nL {c['L']}\nnbins {c['nbins']}\nbeta {c['bf']} {c['bs']}\n"
-                 f"max_delta {c['max_delta']}\ninv_freq_base {fl(c['theta'])}\n"
+                 f"max_delta {c['max_delta']}\nmax_delta_D {c['max_delta_D']}\n"
+                 f"inv_freq_base {fl(c['theta'])}\n"
                  f"inv_freq {fl(c['thetap'])}\nw {fl(c['w'])}\ndelta {fl(c['deltas'])}\n"
                  "end\n")
     out = subprocess.run([dump], input=text, capture_output=True, text=True, check=True)
@@ -284,6 +305,10 @@ def main():
         fn = first_negative_B(c["thetap"], c["max_delta"])
         report(int(r["first_negative"][0]) == fn, "first negative B", c,
                f"max_delta {c['max_delta']}: got {r['first_negative'][0]} want {fn}")
+        dz = d_leaves_zero(c["theta"], c["thetap"], c["w"], c["L0"], c["max_delta_D"])
+        report(r["d_leaves_zero"][0] != "error" and int(r["d_leaves_zero"][0]) == dz,
+               "D leaves 0", c, f"w {kinds[cases.index(c) % 4]} max_delta "
+               f"{c['max_delta_D']}: got {' '.join(r['d_leaves_zero'])} want {dz}")
     print(f"{checks - fails} passed, {fails} failed ({len(cases)} cases)")
     return 1 if fails else 0
 

@@ -393,6 +393,65 @@ cleanup:
     return rc;
 }
 
+/* rb_metrics_D_leaves_zero: see rb_kernels.h. */
+int rb_metrics_D_leaves_zero(const double *inv_freq_base, const double *inv_freq,
+                             const double *w, int np, int64_t L0, int64_t max_delta,
+                             double tol, int64_t *first, char *err, size_t errlen)
+{
+    *first = -1;
+    if (!(tol >= 0))
+        return rb_errf(err, errlen, RB_EINVAL, "D leaves 0: tol must be >= 0 (got %g)", tol);
+    if (max_delta > RB_MP_MAX_DELTA)
+        max_delta = RB_MP_MAX_DELTA;
+    /* the arguments checked once, by the full function on delta 0 */
+    double d0 = 0.0, D0;
+    int rc = rb_metrics_phase_distance(inv_freq_base, inv_freq, w, NULL, np, L0, &d0, 1, &D0,
+                                       NULL, NULL, NULL, err, errlen);
+    if (rc)
+        return rc;
+    double W = 0.0;
+    int k = -1;
+    for (int j = 0; j < np; j++) {
+        W += w[j];
+        if (k < 0 && w[j] > 0 && inv_freq_base[j] > 0)
+            k = j;
+    }
+    const double lim = tol * tol * W; /* D <= tol  <=>  sum_j w_j diff_j^2 <= lim */
+    for (int64_t delta = 1; delta <= max_delta; delta++) {
+        int64_t cand[2] = {delta, -1};
+        if (k >= 0) {
+            const double t = nearbyint((double)delta * (inv_freq[k] / inv_freq_base[k]));
+            if (t >= 0 && t < (double)L0 && t != (double)delta)
+                cand[1] = (int64_t)t;
+        }
+        int zero = 0;
+        for (int c = 0; c < 2 && !zero; c++) {
+            if (cand[c] < 0 || cand[c] >= L0)
+                continue;
+            double s = 0.0;
+            for (int j = 0; j < np; j++) {
+                const double d =
+                    wrap1(rb_rope_phase(delta, inv_freq[j]) - rb_rope_phase(cand[c], inv_freq_base[j]));
+                s += w[j] * d * d;
+            }
+            zero = s <= lim;
+        }
+        if (zero)
+            continue;
+        const double dd = (double)delta;
+        double D;
+        rc = rb_metrics_phase_distance(inv_freq_base, inv_freq, w, NULL, np, L0, &dd, 1, &D,
+                                       NULL, NULL, NULL, err, errlen);
+        if (rc)
+            return rc;
+        if (D > tol) {
+            *first = delta;
+            return RB_OK;
+        }
+    }
+    return RB_OK;
+}
+
 /* ---- decay bounds --------------------------------------------------------------- */
 
 void rb_metrics_decay_bounds(const double *inv_freq, int np, const double *delta, int nd,
