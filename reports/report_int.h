@@ -72,13 +72,16 @@ typedef struct {
 typedef struct {
     int64_t critical_pair;
     double d_leaves_zero;     /* first bin-centre distance with D > 1e-9 (NaN: never) */
+    double d_zero_before;     /* the bin centre before it (D <= 1e-9 there; NaN: none) */
+    int64_t d_bins;           /* bins of phase/by_distance (0: absent) */
+    int64_t d_exact;          /* its D_leaves_zero attribute (-1: never; -2: absent) */
     double entropy_last;      /* mean entropy of the last position bin */
     double needle_hit_rate;   /* hits / needles over heads */
     double phase_err_max;     /* fp32 phase error, max over probe rows */
     double entropy_err_max;   /* |entropy error| from fp32 phases, max over rows */
     double floor_ratio_min;   /* softmax floor ratio, min over rows (>= 1) */
     double bound_ratio_max;   /* precision bound ratio, max (<= 1) */
-    int64_t first_negative_B;
+    int64_t first_negative_B; /* -1: none in [1, L-1]; -2: not in the file */
 } rp_metrics;
 
 /* One case group. Strings are sanitised copies of the file's values only where noted;

@@ -80,7 +80,7 @@ typedef struct {
 } rp_kind;
 
 static const rp_kind kinds[RP_K_COUNT] = {
-    [RP_K_ENTROPY] = {"entropy", "query position", "attention entropy (nats, mean over heads)",
+    [RP_K_ENTROPY] = {"entropy", "query position (tokens)", "attention entropy (nats, mean over heads)",
                       "Attention entropy (nats, mean over heads) against query position, log x "
                       "axis",
                       -1, 0, 1, {1}, {""}, .logx = 1},
@@ -112,12 +112,13 @@ static const rp_kind kinds[RP_K_COUNT] = {
                     RP_TAB_PAIRS, RP_PAIRS_J, 1, {RP_PAIRS_TURNS}, {""}, .logy = 1,
                     .analytic = 1, .flag = RP_PAIRS_OOD, .flag_title = "ood pair",
                     .hline = 1.0, .hline_title = "one turn (2pi)"},
-    [RP_K_DECAY] = {"decay", "distance (tokens)", "mean score over (probe row, key) pairs",
-                    "Mean attention score over all (probe row, key) pairs per distance bin, "
-                    "log x axis",
+    [RP_K_DECAY] = {"decay", "distance (tokens)", "mean score (logit units)",
+                    "Mean attention score (logit units) over all (probe row, key) pairs per "
+                    "distance bin, log x axis",
                     RP_TAB_DECAY, RP_DECAY_DIST, 1, {RP_DECAY_MEAN}, {""}, .logx = 1},
     [RP_K_BOUNDS] = {"decay-bounds", "distance (tokens)", "dimensionless",
-                     "Analytic score-decay bounds beside the measured mean score: Men et al.'s "
+                     "Analytic score-decay curves (the measured mean score is in the decay plots of "
+                     "probe cases): Men et al.'s "
                      "B(distance) = sum_j cos(distance theta'_j) (solid) and the RoFormer "
                      "relative upper bound (1/np) sum_i |S_i| (dashed), log x axis",
                      RP_TAB_DECAY, RP_DECAY_DIST, 2, {RP_DECAY_B, RP_DECAY_ROFORMER},
@@ -126,16 +127,16 @@ static const rp_kind kinds[RP_K_COUNT] = {
     [RP_K_NEEDLE_RANK] = {"needle-rank", "needle distance (tokens)",
                           "rank of the needle score (1 = hit)",
                           "Rank of each needle's score among the keys its query sees (1 = "
-                          "retrieved), against needle distance, log x axis, all heads",
+                          "retrieved), against needle distance, log x and y axes, all heads",
                           RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_RANK}, {""}, .logx = 1,
-                          .points = 1},
+                          .logy = 1, .points = 1},
     [RP_K_NEEDLE_MASS] = {"needle-mass", "needle distance (tokens)",
                           "attention mass on the needle",
                           "Attention mass exp(s_needle - lse) each query puts on its needle, "
                           "against needle distance, log x and y axes, all heads",
                           RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_MASS}, {""}, .logx = 1,
                           .logy = 1, .points = 1},
-    [RP_K_PRECISION] = {"precision", "query position", "error (rad, logit units, nats) or ratio",
+    [RP_K_PRECISION] = {"precision", "query position (tokens)", "error (rad, logit units, nats) or ratio",
                         "Effect of fp32 phases (float pos * float inv_freq) against exact phases "
                         "per probe row, max over heads: phase_err_max (rad), score_err_max "
                         "(logit units), |entropy_err| (nats) and bound_ratio_max (measured "
@@ -144,7 +145,7 @@ static const rp_kind kinds[RP_K_COUNT] = {
                         {RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND},
                         {"phase_err_max", "score_err_max", "|entropy_err|", "bound_ratio_max"},
                         .logx = 1, .logy = 1, .absy = 1, .panels = 1},
-    [RP_K_FLOOR] = {"softmax-floor", "query position", "min weight * n / exp(-2R)",
+    [RP_K_FLOOR] = {"softmax-floor", "query position (tokens)", "min weight * n / exp(-2R)",
                     "Softmax floor: measured min weight * n over exp(-2R) per probe row (min "
                     "over heads; >= 1 always), log x and y axes",
                     RP_TAB_FLOOR, RP_FLOOR_POS, 1, {RP_FLOOR_RATIO}, {""}, .logx = 1,
@@ -207,8 +208,8 @@ void rp_plot_caption(char *b, size_t n, const rp_plot *p)
                  p->mode, p->dataset);
     snprintf(b, n, "%s: %s; %s.%s%s", k->caption, where,
              k->panels ? "one panel per method" : "one line per method",
-             p->kind == RP_K_ENTROPY ? " Position 0 (a single visible key, entropy 0) is not "
-                                       "shown."
+             p->kind == RP_K_ENTROPY ? " Position 0 (a single visible key: entropy 0, up to "
+                                       "the kernel's rounding) is not shown."
                                      : "",
              p->kind == RP_K_ENTROPY && p->binned
                  ? " Cases with more than 512 rows are drawn as log-binned means (8 bins per "
@@ -287,15 +288,30 @@ static void last_line(const char *text, char *dst, size_t len)
     dst[n] = '\0';
 }
 
+/* Whether the id value at v (up to quote q) occurred before in svg[0 .. v): gnuplot
+ * repeats the ids of its plot groups (id="gnuplot_plot_1a") in every panel of a
+ * multiplot. */
+static int id_seen(const char *svg, const char *v, char q)
+{
+    const size_t n = strcspn(v, q == '\'' ? "'" : "\"");
+    const char *pat = q == '\'' ? "id='" : "id=\"";
+    for (const char *p = strstr(svg, pat); p && p + 4 < v; p = strstr(p + 4, pat))
+        if (strncmp(p + 4, v, n) == 0 && p[4 + n] == q)
+            return 1;
+    return 0;
+}
+
 /* Make ids of one inline SVG unique in the page: id='x' -> id='pK_x', and the
- * references to them. */
+ * references to them; an id that repeats within the SVG (never referenced: gnuplot's
+ * per-panel plot groups) becomes pK_dN_x for its N-th repetition. */
 static char *svg_for_inline(const char *svg, int k)
 {
     const char *s = strstr(svg, "<svg");
     if (!s)
         return NULL;
-    char pre[16];
-    int pl = snprintf(pre, sizeof pre, "p%d_", k);
+    const char *s0 = s;
+    char pre[16], dup[40];
+    int pl = snprintf(pre, sizeof pre, "p%d_", k), ndup = 0;
     static const char *pat[] = {"id='", "id=\"", "href='#", "href=\"#", "url(#"};
     size_t cap = strlen(s) * 2 + 64, o = 0;
     char *out = malloc(cap);
@@ -306,12 +322,24 @@ static char *svg_for_inline(const char *svg, int k)
         for (size_t i = 0; i < sizeof pat / sizeof *pat; i++) {
             size_t n = strlen(pat[i]);
             if (strncmp(s, pat[i], n) == 0) {
-                if (o + n + (size_t)pl + 1 >= cap)
-                    break;
+                const char *use = pre;
+                int ul = pl;
+                if (i < 2 && id_seen(s0, s + n, pat[i][3])) {
+                    ul = snprintf(dup, sizeof dup, "p%d_d%d_", k, ++ndup);
+                    use = dup;
+                }
+                if (o + n + (size_t)ul + 2 >= cap) {
+                    char *n2 = realloc(out, cap = 2 * cap + n + (size_t)ul);
+                    if (!n2) {
+                        free(out);
+                        return NULL;
+                    }
+                    out = n2;
+                }
                 memcpy(out + o, s, n);
                 o += n;
-                memcpy(out + o, pre, (size_t)pl);
-                o += (size_t)pl;
+                memcpy(out + o, use, (size_t)ul);
+                o += (size_t)ul;
                 s += n;
                 hit = 1;
                 break;

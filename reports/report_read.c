@@ -70,8 +70,10 @@ static int attr_str(hid_t obj, const char *name, char **out)
     }
     if (H5Tis_variable_str(t) > 0) {
         char *v = NULL;
+        /* the memory type takes the file's character set (h5py writes UTF-8): HDF5
+         * converts no strings between ASCII and UTF-8 */
         if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
-            H5Aread(a, mt, &v) < 0) {
+            H5Tset_cset(mt, H5Tget_cset(t)) < 0 || H5Aread(a, mt, &v) < 0) {
             rc = RB_EIO;
             goto cleanup;
         }
@@ -747,6 +749,23 @@ static double col_reduce(const rp_tab *t, int col, int op)
     return r;
 }
 
+/* sub_attr_num: attr_num of attribute `name` on the group `path` under g (whose first
+ * component is `top`, checked first so that a missing group is no HDF5 error); 0 when
+ * the group or attribute is missing. */
+static int sub_attr_num(hid_t g, const char *top, const char *path, const char *name,
+                        double *v)
+{
+    int rc = 0;
+    hid_t sub;
+    if (H5Lexists(g, top, H5P_DEFAULT) > 0 && H5Lexists(g, path, H5P_DEFAULT) > 0 &&
+        (sub = H5Gopen2(g, path, H5P_DEFAULT)) >= 0) {
+        rc = attr_num(sub, name, v);
+        H5Gclose(sub);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return rc;
+}
+
 /* Metric tables and summaries of a complete case (any group may be missing). */
 static void case_read_metrics(hid_t g, rp_case *c)
 {
@@ -755,8 +774,11 @@ static void case_read_metrics(hid_t g, rp_case *c)
     hsize_t dims[3];
     int nd = 0;
     const char *why = "";
-    m->critical_pair = m->first_negative_B = -1;
-    m->d_leaves_zero = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
+    m->critical_pair = -1;
+    m->first_negative_B = -2;
+    m->d_bins = 0;
+    m->d_exact = -2;
+    m->d_leaves_zero = m->d_zero_before = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
     m->entropy_err_max = m->floor_ratio_min = m->bound_ratio_max = NAN;
     for (int k = 0; k < RP_TAB_COUNT; k++)
         tab_read(g, &rp_tab_specs[k], &c->tab[k]);
@@ -778,24 +800,18 @@ static void case_read_metrics(hid_t g, rp_case *c)
         }
     }
     share_summary(g, c);
-    hid_t sub;
-    if (H5Lexists(g, "phase", H5P_DEFAULT) > 0 && H5Lexists(g, "phase/pairs", H5P_DEFAULT) > 0 &&
-        (sub = H5Gopen2(g, "phase/pairs", H5P_DEFAULT)) >= 0) {
-        if (attr_num(sub, "critical_pair", &v) == 1) m->critical_pair = d2i(v, -1);
-        H5Gclose(sub);
-    }
-    if (H5Lexists(g, "decay", H5P_DEFAULT) > 0 &&
-        H5Lexists(g, "decay/by_distance", H5P_DEFAULT) > 0 &&
-        (sub = H5Gopen2(g, "decay/by_distance", H5P_DEFAULT)) >= 0) {
-        if (attr_num(sub, "first_negative_B", &v) == 1)
-            m->first_negative_B = d2i(v, -1);
-        H5Gclose(sub);
-    }
-    H5Eclear2(H5E_DEFAULT);
+    if (sub_attr_num(g, "phase", "phase/pairs", "critical_pair", &v) == 1)
+        m->critical_pair = d2i(v, -1);
+    if (sub_attr_num(g, "decay", "decay/by_distance", "first_negative_B", &v) == 1)
+        m->first_negative_B = d2i(v, -1) < 0 ? -1 : d2i(v, -1);
+    if (sub_attr_num(g, "phase", "phase/by_distance", "D_leaves_zero", &v) == 1)
+        m->d_exact = d2i(v, -1) < 0 ? -1 : d2i(v, -1);
     const rp_tab *D = &c->tab[RP_TAB_PHASE];
+    m->d_bins = D->n;
     for (int64_t i = 0; i < D->n; i++)
-        if (D->col[RP_PHASE_D][i] > 1e-9) {
+        if (D->col[RP_PHASE_D][i] > RB_METRICS_D_ZERO_TOL) {
             m->d_leaves_zero = D->col[RP_PHASE_DIST][i];
+            m->d_zero_before = i > 0 ? D->col[RP_PHASE_DIST][i - 1] : NAN;
             break;
         }
     if (dset_f64(g, "entropy/by_position/mean", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0])
@@ -964,12 +980,15 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (!path || !*path)
         return rb_errf(err, errlen, RB_EINVAL, "report: no results file given");
+    /* stat first: opening a FIFO would wait for a writer */
+    if (stat(path, &st) != 0)
+        return rb_errf(err, errlen, RB_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return rb_errf(err, errlen, RB_EIO, "%s: not a regular file", path);
     FILE *probe = fopen(path, "rb");
     if (!probe)
         return rb_errf(err, errlen, RB_EIO, "%s: %s", path, strerror(errno));
     fclose(probe);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return rb_errf(err, errlen, RB_EIO, "%s: not a regular file", path);
     if (st.st_size == 0)
         return rb_errf(err, errlen, RB_EFORMAT, "%s: empty file, not a ropebench results file",
                        path);

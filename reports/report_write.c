@@ -119,7 +119,7 @@ static void write_tput(FILE *o, const rp_file *f, int html)
 static void write_cases(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"case", "method", "factor", "seq_len", "mode", "dataset",
-                                 "rows", "mean entropy (nats)", "mean lse", "compute s",
+                                 "rows", "mean entropy (nats)", "mean lse (nats)", "compute s",
                                  "comm wait s", "merge s", "total s", "metrics s"};
     char b[256];
     fprintf(o, html ? "<h2>Cases</h2>\n<p>" : "\n## Cases\n\n");
@@ -184,7 +184,7 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
     static const char *cols[] = {"case", "critical pair", "D leaves 0 at distance",
                                  "first Δ with negative B(Δ)", "entropy, last position bin (nats)",
                                  "needle hit rate", "fp32 phase error max (rad)",
-                                 "max abs entropy error from fp32 phases", "softmax floor ratio min (≥ 1)",
+                                 "max abs entropy error from fp32 phases (nats)", "softmax floor ratio min (≥ 1)",
                                  "precision bound ratio max (≤ 1)"};
     const int ncol = (int)(sizeof cols / sizeof cols[0]);
     size_t n = 0;
@@ -194,7 +194,11 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         return;
     fprintf(o, html ? "<h2>Metrics</h2>\n<p>" : "\n## Metrics\n\n");
     fprintf(o, "Per case, from its metric groups (formulas in docs/metrics.md). n/a: not "
-               "computed for this mode or dataset.%s",
+               "computed for this mode or dataset. D leaves 0: the first distance Δ in [1, L−1] "
+               "with D(Δ) > 1e-9 rad (phase/by_distance@D_leaves_zero; never: none); in files "
+               "without that attribute, from the bin centres where D was sampled, a–b: D = 0 "
+               "at a and D > 0 at the next centre b. none: B(Δ) ≥ 0 for every Δ in "
+               "[1, L−1].%s",
             html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
@@ -204,18 +208,30 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         const rp_metrics *m = &c->met;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, c->name);
-        double v[9] = {m->critical_pair < 0 ? NAN : (double)m->critical_pair,
-                       m->d_leaves_zero,
-                       m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
-                       m->entropy_last,
-                       m->needle_hit_rate,
-                       m->phase_err_max,
-                       m->entropy_err_max,
-                       m->floor_ratio_min,
-                       m->bound_ratio_max};
-        static const char *fmt[9] = {"%.0f", "%.0f", "%.0f", "%.4f", "%.2f",
-                                     "%.3g", "%.3g", "%.3g", "%.3g"};
-        for (int j = 0; j < 9; j++)
+        rp_cell_num(o, html, m->critical_pair < 0 ? NAN : (double)m->critical_pair, "%.0f");
+        char b[96];
+        if (m->d_exact > 0)
+            snprintf(b, sizeof b, "%lld", (long long)m->d_exact);
+        else if (m->d_exact == -1)
+            snprintf(b, sizeof b, "never");
+        else if (m->d_bins == 0)
+            snprintf(b, sizeof b, "n/a");
+        else if (isnan(m->d_leaves_zero))
+            snprintf(b, sizeof b, "never");
+        else if (isnan(m->d_zero_before) || m->d_leaves_zero - m->d_zero_before == 1.0)
+            snprintf(b, sizeof b, "%.0f", m->d_leaves_zero);
+        else
+            snprintf(b, sizeof b, "%.0f–%.0f", m->d_zero_before, m->d_leaves_zero);
+        rp_cell_text(o, html, b);
+        if (m->first_negative_B == -1)
+            rp_cell_text(o, html, "none");
+        else
+            rp_cell_num(o, html, m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
+                        "%.0f");
+        double v[6] = {m->entropy_last,    m->needle_hit_rate, m->phase_err_max,
+                       m->entropy_err_max, m->floor_ratio_min, m->bound_ratio_max};
+        static const char *fmt[6] = {"%.4f", "%.2f", "%.3g", "%.3g", "%.3g", "%.3g"};
+        for (int j = 0; j < 6; j++)
             rp_cell_num(o, html, v[j], fmt[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }

@@ -68,7 +68,10 @@ def write_metrics(g, inv_base, inv, L, L0, pos, heads, probe):
     dist = np.concatenate([[0.0], np.geomspace(1, L - 1, nb - 1)])
     i = np.arange(nb, dtype=np.float64)
     band = np.minimum(np.arange(npairs) * 3 // npairs, 2).astype(np.float64)
-    put_cols(g.create_group("phase/by_distance"), {
+    pd = g.create_group("phase/by_distance")
+    if probe:  # the full-mode case stands for a file written before the attribute
+        pd.attrs["D_leaves_zero"] = np.int64(37)
+    put_cols(pd, {
         "distance": dist, "D": 0.0125 * i, "D_high": np.full(nb, np.nan),
         "D_mid": 0.0211 * i + 0.003, "D_low": 0.0333 * i ** 1.5, "ood_frac_count": i / (4 * nb),
         "ood_frac_energy": i / (7 * nb), "weight": np.linspace(1, 2, npairs), "band": band})
@@ -80,7 +83,7 @@ def write_metrics(g, inv_base, inv, L, L0, pos, heads, probe):
     put_cols(dec, {"distance": dist, "bin_start": np.floor(dist), "bin_end": np.floor(dist) + 1,
                    "roformer_bound": (npairs + 1) / 2 / (1 + 0.37 * i),
                    "B": npairs * np.cos(0.19 * i)})
-    dec.attrs["first_negative_B"] = np.int64(9)
+    dec.attrs["first_negative_B"] = np.int64(9 if probe else -1)
     if not probe:
         return
     put_cols(dec, {"count": 10 + 3 * i, "mean_score": 0.71 - 0.043 * i, "std_score": 0.2 + 0.011 * i})

@@ -11,6 +11,7 @@ usage: test_report.py [--file RESULTS] [--bench [LAUNCHER...] EXE --] WORKDIR CM
 """
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -300,6 +301,46 @@ SVG_PREFIX = [  # (file prefix, group or dataset that makes it)
 ]
 
 
+def check_metrics_summary(md, path):
+    """The Metrics table's D and B columns against the file: D_leaves_zero where the file
+    has it (never for -1), else the bin centres around the first D > 1e-9 (a-b, or one
+    value when they are consecutive); first_negative_B, none for -1. Returns the rows
+    checked."""
+    tab = md_table(md, "## Metrics")
+    if tab is None:
+        return 0
+    head, rows = tab
+    try:
+        jd, jb = head.index("D leaves 0 at distance"), head.index("first Δ with negative B(Δ)")
+    except ValueError:
+        fail("Metrics table: header %s" % head)
+        return 0
+    n = 0
+    with h5py.File(path, "r") as f:
+        for r in rows:
+            c = f["cases"][r[0]]
+            pd = c["phase/by_distance"]
+            if "D_leaves_zero" in pd.attrs:
+                v = int(pd.attrs["D_leaves_zero"])
+                want = "never" if v < 0 else str(v)
+            else:
+                d, D = pd["distance"][()], pd["D"][()]
+                nz = np.flatnonzero(D > 1e-9)
+                if not nz.size:
+                    want = "never"
+                elif nz[0] == 0 or d[nz[0]] - d[nz[0] - 1] == 1:
+                    want = "%.0f" % d[nz[0]]
+                else:
+                    want = "%.0f–%.0f" % (d[nz[0] - 1], d[nz[0]])
+            if r[jd] != want:
+                fail("Metrics table, %s: D leaves 0 %r, expected %r" % (r[0], r[jd], want))
+            b = int(c["decay/by_distance"].attrs["first_negative_B"])
+            if r[jb] != ("none" if b < 0 else str(b)):
+                fail("Metrics table, %s: first negative B %r, file %d" % (r[0], r[jb], b))
+            n += 1
+    return n
+
+
 def check_svgs(md, html, out, path):
     """Every linked SVG exists and is a non-empty SVG; each metric plot kind is there iff
     the file has what it draws."""
@@ -312,6 +353,10 @@ def check_svgs(md, html, out, path):
             fail("%s is empty or not an SVG" % s)
     if html.count("<svg") != len(svgs):
         fail("report.html inlines %d SVGs, expected %d" % (html.count("<svg"), len(svgs)))
+    ids = re.findall(r"""\bid=["']([^"']*)["']""", html)
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        fail("report.html repeats %d element ids (%s ...)" % (len(dup), dup[:3]))
     with h5py.File(path, "r") as f:
         for pre, ds in SVG_PREFIX:
             have = any(c.attrs.get("complete", 0) == 1 and ds in c
@@ -342,9 +387,10 @@ def check_content(cmd, work, label, path, ntables=None):
             fail("%s: %s in one of report.md / report.html only" % (label, heading))
     b = check_bench(md, path)
     nm = check_metrics_cost(md, path)
+    ns = check_metrics_summary(md, path)
     svgs = check_svgs(md, html, out, path)
-    print("ok   %s: %d metric tables, %sbench table, %d SVGs, %d metrics-cost cells" %
-          (label, n, "" if b else "no ", len(svgs), nm))
+    print("ok   %s: %d metric tables, %sbench table, %d SVGs, %d metrics-cost cells, "
+          "%d metrics summary rows" % (label, n, "" if b else "no ", len(svgs), nm, ns))
     return md, html, svgs
 
 
