@@ -99,7 +99,8 @@ static void bench_usage(FILE *f)
             "                         --quick: 1024,2048)\n"
             "  -h, --help, --version\n"
             "\n"
-            "Environment: ROPEBENCH_ISA as for a study; ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
+            "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 measures that kernel\n"
+            "only (as --kernels K would; both must agree); ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
             "(and the triad's) off transparent huge pages.\n",
             REP_BUDGET_S);
 }
@@ -133,29 +134,30 @@ static int list_copy(const char *opt, const char *s, char *buf, size_t n, const 
     return 0;
 }
 
-/* --kernels a,b: every name known, built and supported; listed once each. */
-static int parse_kernels(const char *s, bench_opts *o)
+/* --kernels a,b (or ROPEBENCH_ISA, named by `what` in messages): every name known,
+ * built and supported; listed once each. */
+static int parse_kernels(const char *what, const char *s, bench_opts *o)
 {
     char buf[256], err[256];
-    if (list_copy("--kernels", s, buf, sizeof buf, "ref,avx512"))
+    if (list_copy(what, s, buf, sizeof buf, "ref,avx512"))
         return -1;
     o->n_kernels = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int known = 0;
         for (int i = 0; i < N_KNOWN; i++) known |= !strcmp(t, known_kernels[i]);
         if (!known) {
-            fprintf(stderr, "ropebench: bench: --kernels: unknown kernel '%s' (known: ref, blas, "
-                            "avx512, avx512_bf16)\n", t);
+            fprintf(stderr, "ropebench: bench: %s: unknown kernel '%s' (known: ref, blas, "
+                            "avx512, avx512_bf16)\n", what, t);
             return -1;
         }
         for (int i = 0; i < o->n_kernels; i++)
             if (!strcmp(o->kernels[i].name, t)) {
-                fprintf(stderr, "ropebench: bench: --kernels: '%s' listed twice\n", t);
+                fprintf(stderr, "ropebench: bench: %s: '%s' listed twice\n", what, t);
                 return -1;
             }
         const char *dtype = strcmp(t, "avx512_bf16") ? "fp32" : "bf16";
         if (rb_kernels_select_dtype(t, dtype, &o->kernels[o->n_kernels], NULL, err, sizeof err)) {
-            fprintf(stderr, "ropebench: bench: --kernels: %s\n", err);
+            fprintf(stderr, "ropebench: bench: %s: %s\n", what, err);
             return -1;
         }
         o->n_kernels++;
@@ -439,6 +441,40 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
  * results file would no longer open (the same reason as a failed `ropebench run`, see
  * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
  * close it. */
+/* bench_open_output: the -o file, opened for /bench when it is an existing results file
+ * (*res set), or *res = NULL when it is new or empty (the caller creates it). Anything
+ * else is refused before the HDF5 library touches it: a file that is not HDF5, or an
+ * HDF5 file without format = "ropebench" (a user's q/k/v input, say), which is closed
+ * unchanged. Collective. */
+static int bench_open_output(const char *path, rb_results **res, char *err, size_t el)
+{
+    *res = NULL;
+    const int kind = access(path, F_OK) == 0 ? rb_cli_file_kind(path) : 0;
+    if (kind == 0)
+        return RB_OK;
+    if (kind != 1)
+        return rb_errf(err, el, RB_EFORMAT, "-o %s: %s; bench -o adds /bench to a results "
+                       "file or creates a new one", path,
+                       kind == 2 ? "not an HDF5 file" : strerror(errno));
+    char *fmt = NULL;
+    int rc = rb_results_open(res, path, MPI_COMM_WORLD, err, el);
+    if (rc)
+        return rc;
+    rc = rb_results_attr_get_str(*res, "/", "format", &fmt, err, el);
+    const int ours = rc == 1 && strcmp(fmt, "ropebench") == 0;
+    free(fmt);
+    if (rc >= 0 && !ours)
+        rc = rb_errf(err, el, RB_EFORMAT, "-o %s: an HDF5 file that is not a ropebench results "
+                     "file (no format = \"ropebench\" attribute); bench -o adds /bench to a "
+                     "results file or creates a new one", path);
+    if (rc < 0 || !ours) {
+        rb_results_close(*res, NULL, 0);
+        *res = NULL;
+        return rc < 0 ? rc : RB_EFORMAT;
+    }
+    return RB_OK;
+}
+
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
                     const bench_opts *o, char *err, size_t el, int *abandoned)
 {
@@ -459,11 +495,11 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     /* the new tables go to /bench.new first and replace /bench only once all of them
      * are written: removing /bench first would let HDF5 put the new columns over the
      * old ones' space, which the file on disk still points at until the next flush */
-    if (access(path, F_OK) == 0) {
-        if ((rc = rb_results_open(&res, path, MPI_COMM_WORLD, err, el))) goto cleanup;
+    if ((rc = bench_open_output(path, &res, err, el))) goto cleanup;
+    if (res) {
         if ((rc = rb_results_remove(res, "/bench.new", err, el))) goto cleanup;
     } else {
-        /* a new file gets the root attributes of a results file, so that
+        /* a new (or empty) file gets the root attributes of a results file, so that
          * `ropebench report` and other readers accept it (docs/results-format.md) */
         if ((rc = rb_results_create(&res, path, MPI_COMM_WORLD, err, el)) ||
             (rc = rb_results_attr_str(res, "/", "format", "ropebench", err, el)) ||
@@ -843,7 +879,18 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    if (kernels_arg ? parse_kernels(kernels_arg, &o) : (default_kernels(&o, missing, sizeof missing), 0)) {
+    /* ROPEBENCH_ISA chooses the kernel as it does for a study: the bench then measures
+     * that one; --kernels as well must name the same one alone */
+    const char *isa_env = getenv("ROPEBENCH_ISA");
+    if (isa_env && *isa_env && kernels_arg && strcmp(isa_env, kernels_arg) != 0) {
+        fprintf(stderr, "ropebench: bench: ROPEBENCH_ISA=%s and --kernels %s choose different "
+                        "kernels; unset one\n", isa_env, kernels_arg);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (isa_env && *isa_env ? parse_kernels("ROPEBENCH_ISA", isa_env, &o)
+        : kernels_arg      ? parse_kernels("--kernels", kernels_arg, &o)
+                           : (default_kernels(&o, missing, sizeof missing), 0)) {
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -876,15 +923,13 @@ int rb_cmd_bench(int argc, char **argv)
         }
         mpi_up = 1;
         rb_cli_fsize_hook();
-        if (access(o.out, F_OK) == 0) {
-            rb_results *res = NULL;
-            if (rb_results_open(&res, o.out, MPI_COMM_WORLD, err, sizeof err)) {
-                fprintf(stderr, "ropebench: bench: -o %s\n", err);
-                code = RB_EXIT_USAGE;
-                goto cleanup;
-            }
-            rb_results_close(res, err, sizeof err);
+        rb_results *res = NULL;
+        if (bench_open_output(o.out, &res, err, sizeof err)) {
+            fprintf(stderr, "ropebench: bench: %s\n", err);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
         }
+        rb_results_close(res, err, sizeof err);
     }
     if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
         fprintf(stderr, "ropebench: bench: out of memory\n");

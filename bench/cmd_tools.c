@@ -212,10 +212,13 @@ int rb_cmd_info(int argc, char **argv)
     const char *why = NULL, *isa = getenv("ROPEBENCH_ISA");
     char err[512];
     int code = 0;
-    if (rb_kernels_select(isa, &ops, &why, err, sizeof err) == RB_OK)
+    /* the bf16 kernel is a choice of dtype too: shown as a bf16 study would get it */
+    const char *dtype = isa && !strcmp(isa, "avx512_bf16") ? "bf16" : "fp32";
+    if (rb_kernels_select_dtype(isa, dtype, &ops, &why, err, sizeof err) == RB_OK)
         printf("%-22s %s (%s): %s\n", "kernel", ops.name, why ? why : "", ops.detail);
     else {
         printf("%-22s none: %s\n", "kernel", err);
+        fprintf(stderr, "ropebench: info: %s\n", err);
         code = RB_EXIT_USAGE;
     }
     printf("%-22s %s\n", "ROPEBENCH_ISA", isa ? isa : "(unset)");

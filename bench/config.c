@@ -255,12 +255,15 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
     char *t = trim(buf), *end = NULL;
     errno = 0;
     double v = strtod(t, &end);
+    if (*t && end && !*end && errno == ERANGE)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': outside the range of a double "
+                       "(overflow or underflow)", KEYNAME(i), s);
     if (!*t || !end || *end || errno || !isfinite(v))
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a finite number",
                        KEYNAME(i), s);
-    if (v < lo || v > hi)
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %.8g: must be in [%.8g, %.8g]",
-                       KEYNAME(i), v, lo, hi);
+    if (v < lo || v > hi) /* the value as written: %g could round it onto the bound */
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %s: must be in [%.10g, %.10g]",
+                       KEYNAME(i), t, lo, hi);
     *out = v;
     return RB_OK;
 }
@@ -536,10 +539,10 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     if (c->factor < 1)
         return rb_errf(err, errlen, RB_EINVAL,
-                       "scaling.factor = %g: must be >= 1 (a context-extension factor)",
+                       "scaling.factor = %.10g: must be >= 1 (a context-extension factor)",
                        c->factor);
     if (c->factor > 1e6)
-        return rb_errf(err, errlen, RB_EINVAL, "scaling.factor = %g: must be <= 1e6",
+        return rb_errf(err, errlen, RB_EINVAL, "scaling.factor = %.10g: must be <= 1e6",
                        c->factor);
     if ((rc = parse_f64(V("scaling", "beta_fast"), K("scaling", "beta_fast"), 1e-9, 1e9,
                         &c->beta_fast, err, errlen)) ||

@@ -75,16 +75,49 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
     char *slash = strrchr(dir, '/');
     if (slash)
         slash[slash == dir ? 1 : 0] = '\0';
-    if (stat(out, &st) == 0)
-        return S_ISREG(st.st_mode) ? RB_OK
-                                   : rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular "
-                                             "file (the results file is written there)", out);
+    if (!*out)
+        return rb_errf(err, errlen, RB_EINVAL, "-o: empty file name");
+    if (stat(out, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular file (the results "
+                           "file is written there)", out);
+        if (access(out, W_OK) != 0)
+            return rb_errf(err, errlen, RB_EIO, "-o %s: cannot be written: %s", out,
+                           strerror(errno));
+        return RB_OK;
+    }
     if (errno != ENOENT)
         return rb_errf(err, errlen, RB_EIO, "-o %s: %s", out, strerror(errno));
     if (access(slash ? dir : ".", W_OK | X_OK) != 0)
         return rb_errf(err, errlen, RB_EIO, "-o %s: its directory does not exist or cannot "
                        "be written", out);
     return RB_OK;
+}
+
+/* rb_cli_file_kind: see rb_bench.h. */
+int rb_cli_file_kind(const char *path)
+{
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    int kind = 2;
+    unsigned char b[8];
+    for (long off = 0; off + 8 <= (long)st.st_size; off = off ? 2 * off : 512) {
+        if (fseek(f, off, SEEK_SET) != 0 || fread(b, 1, 8, f) != 8)
+            break;
+        if (memcmp(b, sig, 8) == 0) {
+            kind = 1;
+            break;
+        }
+    }
+    fclose(f);
+    return kind;
 }
 
 static void usage(FILE *f)

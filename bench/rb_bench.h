@@ -169,10 +169,17 @@ const char *rb_version_string(void);
  * short form; the result is valid while buf and argv are. */
 const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
 
-/* Where -o may write a results file, checked before any work: an existing regular file,
- * or a new file in a directory that exists and can be written (a device or FIFO would
- * block or fail one rank's collective write). RB_OK, or an error "-o OUT: why". */
+/* Where -o may write a results file, checked before any work: a non-empty path naming
+ * an existing regular file that can be written, or a new file in a directory that
+ * exists and can be written (a device or FIFO would block or fail one rank's collective
+ * write). RB_OK, or an error "-o OUT: why". */
 int rb_cli_check_output(const char *out, char *err, size_t errlen);
+
+/* rb_cli_file_kind: what an existing path holds, read from its first bytes (no HDF5
+ * call): 0 an empty regular file, 1 an HDF5 file (its signature at offset 0, 512, 1024,
+ * ... as HDF5 places it after a user block), 2 anything else; -1 when it cannot be read
+ * (errno set). */
+int rb_cli_file_kind(const char *path);
 
 /* rb_cli_fsize_hook: called by run and bench once MPI is up, before the results file is
  * opened. Ignores SIGXFSZ, so that a file-size limit (ulimit -f) fails a write with

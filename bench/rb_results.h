@@ -44,9 +44,9 @@ int rb_results_attr_i64(rb_results *r, const char *obj, const char *name, int64_
 int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
                             int64_t *v, char *err, size_t errlen);
 
-/* Read a fixed-length string attribute: 1 and *v = malloc'd copy (caller frees) if it
- * exists, 0 (*v = NULL) if the object or attribute is missing, negative RB_E code on
- * a read error or a non-string attribute. */
+/* Read a string attribute (fixed-length, or variable-length as h5py writes it): 1 and
+ * *v = malloc'd copy (caller frees) if it exists, 0 (*v = NULL) if the object or
+ * attribute is missing, negative RB_E code on a read error or a non-string attribute. */
 int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
                             char *err, size_t errlen);
 

@@ -547,9 +547,20 @@ int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, ch
     if (rc <= 0)
         return rc;
     H5TRY(t = H5Aget_type(a), "H5Aget_type");
-    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0) {
-        rc = rb_errf(err, errlen, RB_EFORMAT, "results: %s@%s: not a fixed-length string",
-                     path, name);
+    if (H5Tget_class(t) != H5T_STRING) {
+        rc = rb_errf(err, errlen, RB_EFORMAT, "results: %s@%s: not a string", path, name);
+        goto cleanup;
+    }
+    if (H5Tis_variable_str(t) > 0) { /* as h5py writes them: read, copied, freed */
+        char *vs = NULL;
+        H5TRY(mt = H5Tcopy(H5T_C_S1), "H5Tcopy");
+        H5TRY(H5Tset_size(mt, H5T_VARIABLE), "H5Tset_size");
+        H5TRY(H5Tset_cset(mt, H5Tget_cset(t)), "H5Tset_cset");
+        H5TRY(H5Aread(a, mt, &vs), "H5Aread");
+        *v = strdup(vs ? vs : "");
+        H5free_memory(vs);
+        rc = *v ? 1 : rb_errf(err, errlen, RB_ENOMEM, "results: out of memory reading %s@%s",
+                              path, name);
         goto cleanup;
     }
     size_t n = H5Tget_size(t);

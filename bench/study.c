@@ -850,12 +850,19 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
  * fail one rank's write while the others wait; an input given as -o would be truncated
  * before it is read). Same file = same device and inode, so links count too. */
 static int check_output_path(const char *out, const char *cfg_path, const rb_config *c,
-                             char *err, size_t errlen)
+                             int resume, char *err, size_t errlen)
 {
     struct stat so, si;
     int rc = rb_cli_check_output(out, err, errlen);
     if (rc != RB_OK || stat(out, &so) != 0)
         return rc; /* an error, or a new file */
+    /* --resume opens the file as it is: one that is not HDF5 is refused here, before
+     * the HDF5 library could write a superblock into it */
+    const int kind = resume ? rb_cli_file_kind(out) : 1;
+    if (kind != 1)
+        return rb_errf(err, errlen, RB_EFORMAT, "%s: --resume: %s, not a ropebench results file",
+                       out, kind == 0 ? "empty file" : kind == 2 ? "not an HDF5 file"
+                                                                : strerror(errno));
     if (cfg_path && stat(cfg_path, &si) == 0 && si.st_dev == so.st_dev &&
         si.st_ino == so.st_ino)
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's config file (-c %s): "
@@ -1003,7 +1010,8 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
 
-    if (!dry && (rc = check_output_path(out_path, cfg_path, &cfg, r.err, sizeof r.err))) {
+    if (!dry &&
+        (rc = check_output_path(out_path, cfg_path, &cfg, r.resume, r.err, sizeof r.err))) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;

@@ -94,6 +94,17 @@ rb_cli_error(dump_too_big 2 "--dump-inputs: 1048576 tokens" ${R} --dump-inputs)
 rb_cli_error(unknown_option 2 "run: unknown option '--frobnicate'" ${RB_EXE} run --frobnicate)
 rb_cli_error(unknown_command 2 "unknown command 'walk'" ${RB_EXE} walk)
 rb_cli_error(isa_unavailable 2 "ROPEBENCH_ISA=avx9000: unknown kernel" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=avx9000 ${R})
+# out-of-range values shown as written (%g would print 1000001 as 1e+06), and a value
+# past a double's range named as such
+rb_cli_error(factor_as_written 2 "scaling.factor = 1000001: must be <= 1e6" ${R} --set scaling.factor=1000001)
+rb_cli_error(base_as_written 2 "model.base = 1.00000001: must be in \\[1.0000001, 1e\\+12\\]" ${R} --set model.base=1.00000001)
+rb_cli_error(factor_underflow 2 "scaling.factor = '1e-400': outside the range of a double" ${R} --set scaling.factor=1e-400)
+# ROPEBENCH_ISA outside a study: info reports an unknown one on stderr too; bench
+# measures the kernel it names, and refuses a --kernels that names another
+rb_cli_error(info_isa_unknown 2 "info: ROPEBENCH_ISA=avx9000: unknown kernel" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=avx9000 ${RB_EXE} info)
+rb_cli_error(bench_isa_unknown 2 "bench: ROPEBENCH_ISA: unknown kernel 'avx9000'" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=avx9000 ${RB_EXE} bench --quick)
+rb_cli_error(bench_isa_conflict 2 "bench: ROPEBENCH_ISA=ref and --kernels blas choose different kernels" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref ${RB_EXE} bench --quick --kernels blas)
+rb_cli_error(run_empty_output 2 "^ropebench: -o: empty file name$" ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q --output=)
 rb_cli_error(freqs_no_method 2 "freqs: --method is required" ${RB_EXE} freqs)
 rb_cli_error(freqs_bad_factor 2 "scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 0.25)
 rb_cli_error(report_missing 2 "nonexistent.h5" ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o ${RB_WORK}/r0)

@@ -52,6 +52,13 @@ rb_add_test(NAME report_ropebench LABELS io
           --bench ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> --
           ${RB_IO_DIR}/report-ropebench $<TARGET_FILE:ropebench> report {in} -o {out})
 
+# Outputs refused without being touched (bench -o into a foreign HDF5 or text file,
+# --resume on an empty file), a FIFO and a foreign-format file given to report, and the
+# file dataset with k all zero: one clear line each (tests/test_output_guard.py).
+rb_add_test(NAME io_output_guard LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_output_guard.py
+          ${RB_IO_DIR}/output-guard ${RB_MPIEXEC_CMD} -- $<TARGET_FILE:ropebench>)
+
 # End to end: `ropebench run --dump-inputs` under mpiexec, then the float64 oracle and
 # the report on the file it wrote.
 set(_rb_oracle_set

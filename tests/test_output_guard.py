@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""test_output_guard.py — files the commands must refuse without touching them, and the
+inputs whose failure must say why (one `ropebench:` line, the exit status, and for
+refused outputs the file's bytes unchanged):
+
+  bench -o an HDF5 file that is not a results file (a user's q/k/v, say)  exit 2, unchanged
+  bench -o a text file                                                     exit 2, unchanged
+  bench -o an empty file (as mktemp leaves it)       exit 0, a results file with /bench
+  run --resume -o an empty file                      exit 2, still empty
+  report a FIFO                                      exit 2 at once (no wait for a writer)
+  report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
+                                                     "not a ropebench results file (format is ...)"
+  run on the `file` dataset with k all zero          exit 1, the message names the case and why
+
+usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+failed = []
+
+
+def ours(stderr):
+    note = re.compile(r"ropebench: (the \d+ finished case\(s\) stay readable in |"
+                      r"no case was finished)")
+    return [l for l in stderr.splitlines() if l.startswith("ropebench:") and not note.match(l)]
+
+
+def expect(label, cmd, rc, pattern, timeout=120):
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        failed.append(f"{label}: no answer in {timeout} s")
+        return
+    lines = ours(p.stderr)
+    if p.returncode != rc:
+        failed.append(f"{label}: exit {p.returncode}, expected {rc}: {p.stderr[-600:]!r}")
+    elif pattern and (len(lines) != 1 or not re.search(pattern, lines[0])):
+        failed.append(f"{label}: stderr lines {lines}, expected one matching {pattern!r}")
+    else:
+        print(f"ok   {label}: {lines[0] if lines else 'exit 0'}")
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def main():
+    sep = sys.argv.index("--")
+    work, mpi, exe = sys.argv[1], sys.argv[2:sep], sys.argv[sep + 1]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    # under mpiexec -n 1, as users run it (Open MPI's singleton mode crashes
+    # LeakSanitizer's tracer in the ASan preset)
+    bench = mpi + ["1", exe, "bench", "--quick", "--only", "rope", "--kernels", "ref",
+                   "--threads", "1", "-o"]
+
+    plain = os.path.join(work, "inputs.h5")
+    with h5py.File(plain, "w") as f:
+        f["q"] = np.zeros((1, 4, 8), np.float32)
+    before = digest(plain)
+    expect("bench -o a non-results HDF5 file", bench + [plain], 2,
+           r"inputs\.h5: an HDF5 file that is not a ropebench results file")
+    if digest(plain) != before:
+        failed.append("bench -o changed the non-results HDF5 file")
+
+    text = os.path.join(work, "notes.h5")
+    with open(text, "w") as f:
+        f.write("not hdf5\n")
+    before = digest(text)
+    expect("bench -o a text file", bench + [text], 2, r"notes\.h5: not an HDF5 file")
+    if digest(text) != before:
+        failed.append("bench -o changed the text file")
+
+    empty = os.path.join(work, "empty.h5")
+    open(empty, "w").close()
+    expect("bench -o an empty file", bench + [empty], 0, None)
+    with h5py.File(empty, "r") as f:
+        fmt = f.attrs.get("format")
+        if fmt not in (b"ropebench", "ropebench") or "bench" not in f:
+            failed.append(f"bench -o an empty file: format {fmt!r}, groups {list(f)}")
+
+    empty2 = os.path.join(work, "empty2.h5")
+    open(empty2, "w").close()
+    expect("run --resume -o an empty file",
+           mpi + ["1", exe, "run", "-q", "--resume", "--set", "study.seq_lens=64",
+                  "--set", "study.modes=full", "--set", "study.datasets=gaussian",
+                  "--set", "model.original_ctx=32", "-o", empty2], 2,
+           r"empty2\.h5: --resume: empty file, not a ropebench results file")
+    if os.path.getsize(empty2) != 0:
+        failed.append(f"run --resume wrote {os.path.getsize(empty2)} bytes into the empty file")
+
+    fifo = os.path.join(work, "fifo.h5")
+    os.mkfifo(fifo)
+    expect("report a FIFO", [exe, "report", fifo, "-o", os.path.join(work, "rep-fifo")], 2,
+           r"fifo\.h5: not a regular file", timeout=20)
+
+    vlen = os.path.join(work, "anndata.h5")
+    with h5py.File(vlen, "w") as f:
+        f.attrs["format"] = "anndata"  # h5py: a variable-length UTF-8 string
+    expect("report an HDF5 file of another format",
+           [exe, "report", vlen, "-o", os.path.join(work, "rep-vlen")], 2,
+           r'anndata\.h5: not a ropebench results file \(format is "anndata"\)')
+
+    kzero = os.path.join(work, "kzero.h5")
+    rng = np.random.default_rng(3)
+    with h5py.File(kzero, "w") as f:
+        f["q"] = rng.standard_normal((1, 128, 32)).astype(np.float32)
+        f["k"] = np.zeros((1, 128, 32), np.float32)
+        f["v"] = rng.standard_normal((1, 128, 32)).astype(np.float32)
+    expect("file dataset with k all zero",
+           mpi + ["1", exe, "run", "-q", "--set", "model.head_dim=32", "--set",
+                  "model.original_ctx=64", "--set", "study.heads=1", "--set",
+                  "study.seq_lens=128", "--set", "study.modes=full", "--set",
+                  "scaling.methods=none", "--set", "study.datasets=file", "--set",
+                  f"file.path={kzero}", "-o", os.path.join(work, "kzero-out.h5")], 1,
+           r"metrics of case none-L128-full-file: q or k is zero in every rotary pair")
+
+    for x in failed:
+        print("FAIL", x)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
