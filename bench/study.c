@@ -744,7 +744,13 @@ static int open_for_resume(rb_run *r, const char *path)
     }
     rc = rb_results_attr_get_str(r->res, "/", "config_text", &text, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
-    if (rc == 0 || strcmp(text, r->cfg->text) != 0) {
+    if (rc == 0) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
+                     "%s: --resume: the file holds no study to resume (no config_text "
+                     "attribute; written by ropebench bench -o?): use another -o", path);
+        goto cleanup;
+    }
+    if (strcmp(text, r->cfg->text) != 0) {
         rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
                      "%s: --resume: the file was written by a different study (its "
                      "config_text differs); use the same -c/--set, or another -o",

@@ -6,6 +6,7 @@ refused outputs the file's bytes unchanged):
   bench -o an HDF5 file that is not a results file (a user's q/k/v, say)  exit 2, unchanged
   bench -o a text file                                                     exit 2, unchanged
   bench -o an empty file (as mktemp leaves it)       exit 0, a results file with /bench
+  run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
   run --resume -o an empty file                      exit 2, still empty
   report a FIFO                                      exit 2 at once (no wait for a writer)
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
@@ -88,6 +89,16 @@ def main():
         fmt = f.attrs.get("format")
         if fmt not in (b"ropebench", "ropebench") or "bench" not in f:
             failed.append(f"bench -o an empty file: format {fmt!r}, groups {list(f)}")
+
+    # that file holds /bench and no study: --resume says so (not "config_text differs")
+    before = digest(empty)
+    expect("run --resume -o a file from bench -o",
+           mpi + ["1", exe, "run", "-q", "--resume", "--set", "study.seq_lens=64",
+                  "--set", "study.modes=full", "--set", "study.datasets=gaussian",
+                  "--set", "model.original_ctx=32", "-o", empty], 2,
+           r"empty\.h5: --resume: the file holds no study to resume")
+    if digest(empty) != before:
+        failed.append("run --resume changed the file from bench -o")
 
     empty2 = os.path.join(work, "empty2.h5")
     open(empty2, "w").close()
