@@ -434,18 +434,12 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
     return 0;
 }
 
-/* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
- * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
- * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
- * the superblock to point at metadata that could not be written, and an existing
- * results file would no longer open (the same reason as a failed `ropebench run`, see
- * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
- * close it. */
 /* bench_open_output: the -o file, opened for /bench when it is an existing results file
  * (*res set), or *res = NULL when it is new or empty (the caller creates it). Anything
- * else is refused before the HDF5 library touches it: a file that is not HDF5, or an
- * HDF5 file without format = "ropebench" (a user's q/k/v input, say), which is closed
- * unchanged. Collective. */
+ * else is refused and left as it was: a file that is not HDF5 (checked from its bytes),
+ * or an HDF5 file without format = "ropebench" (a user's q/k/v input, say; its format
+ * read through a read-only open, since a read-write one would trim bytes past HDF5's
+ * end of allocation on close). Collective once the file is accepted. */
 static int bench_open_output(const char *path, rb_results **res, char *err, size_t el)
 {
     *res = NULL;
@@ -457,24 +451,25 @@ static int bench_open_output(const char *path, rb_results **res, char *err, size
                        "file or creates a new one", path,
                        kind == 2 ? "not an HDF5 file" : strerror(errno));
     char *fmt = NULL;
-    int rc = rb_results_open(res, path, MPI_COMM_WORLD, err, el);
-    if (rc)
-        return rc;
-    rc = rb_results_attr_get_str(*res, "/", "format", &fmt, err, el);
+    int rc = rb_results_peek_str(path, "format", &fmt, err, el);
     const int ours = rc == 1 && strcmp(fmt, "ropebench") == 0;
     free(fmt);
-    if (rc >= 0 && !ours)
-        rc = rb_errf(err, el, RB_EFORMAT, "-o %s: an HDF5 file that is not a ropebench results "
-                     "file (no format = \"ropebench\" attribute); bench -o adds /bench to a "
-                     "results file or creates a new one", path);
-    if (rc < 0 || !ours) {
-        rb_results_close(*res, NULL, 0);
-        *res = NULL;
-        return rc < 0 ? rc : RB_EFORMAT;
-    }
-    return RB_OK;
+    if (rc < 0)
+        return rc;
+    if (!ours)
+        return rb_errf(err, el, RB_EFORMAT, "-o %s: an HDF5 file that is not a ropebench "
+                       "results file (no format = \"ropebench\" attribute); bench -o adds "
+                       "/bench to a results file or creates a new one", path);
+    return rb_results_open(res, path, MPI_COMM_WORLD, err, el);
 }
 
+/* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
+ * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
+ * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
+ * the superblock to point at metadata that could not be written, and an existing
+ * results file would no longer open (the same reason as a failed `ropebench run`, see
+ * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
+ * close it. */
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
                     const bench_opts *o, char *err, size_t el, int *abandoned)
 {
@@ -882,6 +877,12 @@ int rb_cmd_bench(int argc, char **argv)
     /* ROPEBENCH_ISA chooses the kernel as it does for a study: the bench then measures
      * that one; --kernels as well must name the same one alone */
     const char *isa_env = getenv("ROPEBENCH_ISA");
+    if (isa_env && strchr(isa_env, ',')) {
+        fprintf(stderr, "ropebench: bench: ROPEBENCH_ISA=%s: names one kernel (ref, blas, "
+                        "avx512 or avx512_bf16), as for a study\n", isa_env);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     if (isa_env && *isa_env && kernels_arg && strcmp(isa_env, kernels_arg) != 0) {
         fprintf(stderr, "ropebench: bench: ROPEBENCH_ISA=%s and --kernels %s choose different "
                         "kernels; unset one\n", isa_env, kernels_arg);

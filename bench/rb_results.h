@@ -50,6 +50,13 @@ int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
 int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
                             char *err, size_t errlen);
 
+/* rb_results_peek_str: a string attribute of the root group of the file at path, as
+ * rb_results_attr_get_str returns it, read without opening the file for writing (not
+ * collective; any rank may call it): for checks before a file is accepted, which must
+ * leave a refused file exactly as it was. */
+int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
+                        size_t errlen);
+
 /* Unlink an object (e.g. an incomplete case group before it is redone); a missing
  * object is not an error. The space is not reclaimed (HDF5 has no free-space reuse
  * across sessions by default). */

@@ -728,21 +728,21 @@ cleanup:
     return rc;
 }
 
-/* --resume: open the existing file, which must be a ropebench file of the same
- * resolved study (same config_text); collective. */
-static int open_for_resume(rb_run *r, const char *path)
+/* --resume: whether the existing file is a ropebench file of the same resolved study
+ * (same config_text), read on this rank alone. */
+static int resume_check(rb_run *r, const char *path)
 {
     char *fmt = NULL, *text = NULL;
-    int rc = rb_results_open(&r->res, path, r->comm, r->err, sizeof r->err);
-    if (rc != RB_OK) goto cleanup;
-    rc = rb_results_attr_get_str(r->res, "/", "format", &fmt, r->err, sizeof r->err);
+    /* read-only first: a refused file is left exactly as it was (a read-write open and
+     * close would trim bytes past HDF5's end of allocation) */
+    int rc = rb_results_peek_str(path, "format", &fmt, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
     if (rc == 0 || strcmp(fmt, "ropebench") != 0) {
         rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT,
                      "%s: --resume: not a ropebench results file", path);
         goto cleanup;
     }
-    rc = rb_results_attr_get_str(r->res, "/", "config_text", &text, r->err, sizeof r->err);
+    rc = rb_results_peek_str(path, "config_text", &text, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
     if (rc == 0) {
         rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
@@ -761,11 +761,21 @@ static int open_for_resume(rb_run *r, const char *path)
 cleanup:
     free(fmt);
     free(text);
-    if (rc != RB_OK && r->res) {
-        rb_results_close(r->res, NULL, 0);
-        r->res = NULL;
-    }
     return rc;
+}
+
+/* --resume: open the existing file once every rank's resume_check accepted it;
+ * collective. */
+static int open_for_resume(rb_run *r, const char *path)
+{
+    int rc = resume_check(r, path), worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MIN, r->comm);
+    if (rc == RB_OK && worst != RB_OK)
+        rc = rb_errf(r->err, sizeof r->err, worst, "%s: --resume: another rank could not "
+                     "accept the file", path);
+    if (rc != RB_OK)
+        return rc;
+    return rb_results_open(&r->res, path, r->comm, r->err, sizeof r->err);
 }
 
 /* --resume: record when and how the file was resumed (root attributes). */

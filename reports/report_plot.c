@@ -288,16 +288,35 @@ static void last_line(const char *text, char *dst, size_t len)
     dst[n] = '\0';
 }
 
-/* Whether the id value at v (up to quote q) occurred before in svg[0 .. v): gnuplot
- * repeats the ids of its plot groups (id="gnuplot_plot_1a") in every panel of a
- * multiplot. */
-static int id_seen(const char *svg, const char *v, char q)
+/* The ids met so far in one SVG (pointers into it and lengths): gnuplot repeats the ids
+ * of its plot groups (id="gnuplot_plot_1a") in every panel of a multiplot. */
+typedef struct {
+    const char **p;
+    size_t *n;
+    int count, cap;
+} id_set;
+
+/* id_seen: whether the id value at v (up to its closing quote) was met before; records
+ * it otherwise. -1 when out of memory. */
+static int id_seen(id_set *ids, const char *v)
 {
-    const size_t n = strcspn(v, q == '\'' ? "'" : "\"");
-    const char *pat = q == '\'' ? "id='" : "id=\"";
-    for (const char *p = strstr(svg, pat); p && p + 4 < v; p = strstr(p + 4, pat))
-        if (strncmp(p + 4, v, n) == 0 && p[4 + n] == q)
+    const size_t n = strcspn(v, "'\"");
+    for (int i = 0; i < ids->count; i++)
+        if (ids->n[i] == n && strncmp(ids->p[i], v, n) == 0)
             return 1;
+    if (ids->count == ids->cap) {
+        const int cap = ids->cap ? 2 * ids->cap : 64;
+        const char **p2 = realloc(ids->p, (size_t)cap * sizeof *p2);
+        if (p2)
+            ids->p = p2;
+        size_t *n2 = p2 ? realloc(ids->n, (size_t)cap * sizeof *n2) : NULL;
+        if (!n2)
+            return -1;
+        ids->n = n2;
+        ids->cap = cap;
+    }
+    ids->p[ids->count] = v;
+    ids->n[ids->count++] = n;
     return 0;
 }
 
@@ -309,7 +328,7 @@ static char *svg_for_inline(const char *svg, int k)
     const char *s = strstr(svg, "<svg");
     if (!s)
         return NULL;
-    const char *s0 = s;
+    id_set ids = {0};
     char pre[16], dup[40];
     int pl = snprintf(pre, sizeof pre, "p%d_", k), ndup = 0;
     static const char *pat[] = {"id='", "id=\"", "href='#", "href=\"#", "url(#"};
@@ -324,7 +343,13 @@ static char *svg_for_inline(const char *svg, int k)
             if (strncmp(s, pat[i], n) == 0) {
                 const char *use = pre;
                 int ul = pl;
-                if (i < 2 && id_seen(s0, s + n, pat[i][3])) {
+                const int seen = i < 2 ? id_seen(&ids, s + n) : 0;
+                if (seen < 0) {
+                    free(out);
+                    out = NULL;
+                    goto done;
+                }
+                if (seen) {
                     ul = snprintf(dup, sizeof dup, "p%d_d%d_", k, ++ndup);
                     use = dup;
                 }
@@ -332,7 +357,8 @@ static char *svg_for_inline(const char *svg, int k)
                     char *n2 = realloc(out, cap = 2 * cap + n + (size_t)ul);
                     if (!n2) {
                         free(out);
-                        return NULL;
+                        out = NULL;
+                        goto done;
                     }
                     out = n2;
                 }
@@ -350,7 +376,8 @@ static char *svg_for_inline(const char *svg, int k)
                 char *n2 = realloc(out, cap *= 2);
                 if (!n2) {
                     free(out);
-                    return NULL;
+                    out = NULL;
+                    goto done;
                 }
                 out = n2;
             }
@@ -358,6 +385,9 @@ static char *svg_for_inline(const char *svg, int k)
         }
     }
     out[o] = '\0';
+done:
+    free(ids.p);
+    free(ids.n);
     return out;
 }
 

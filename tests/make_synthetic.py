@@ -71,8 +71,11 @@ def write_metrics(g, inv_base, inv, L, L0, pos, heads, probe):
     pd = g.create_group("phase/by_distance")
     if probe:  # the full-mode case stands for a file written before the attribute
         pd.attrs["D_leaves_zero"] = np.int64(37)
+    # full mode (no attribute): D 0 at the first bin centres, so that the report shows
+    # the two centres around its first positive value
+    Dv = 0.0125 * i if probe else 0.0125 * np.maximum(i - 3, 0)
     put_cols(pd, {
-        "distance": dist, "D": 0.0125 * i, "D_high": np.full(nb, np.nan),
+        "distance": dist, "D": Dv, "D_high": np.full(nb, np.nan),
         "D_mid": 0.0211 * i + 0.003, "D_low": 0.0333 * i ** 1.5, "ood_frac_count": i / (4 * nb),
         "ood_frac_energy": i / (7 * nb), "weight": np.linspace(1, 2, npairs), "band": band})
     put_cols(g.create_group("entropy/by_position"), {

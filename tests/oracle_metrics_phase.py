@@ -237,6 +237,14 @@ def main():
         cases.append(dict(label=label, d=d, base=base, L0=L0, L=L, nbins=nbins, bf=bf,
                           bs=bs, theta=base_f, thetap=inv, w=w, deltas=deltas,
                           max_delta=max_delta, max_delta_D=max_delta_D))
+    # frequencies doubled (a compression, no real method): D(delta) = 0 through t =
+    # 2 delta, which only the second quick candidate finds, until 2 delta reaches L0
+    for d, L0 in ((64, 256), (32, 100)):
+        theta = 10000.0 ** (-np.arange(d // 2) / (d // 2))
+        cases.append(dict(label="doubled", d=d, base=10000.0, L0=L0, L=4 * L0, nbins=8,
+                          bf=32.0, bs=1.0, theta=theta, thetap=2 * theta,
+                          w=np.ones(d // 2), deltas=[1.0, 2.0, float(L0)], max_delta=200,
+                          max_delta_D=L0 + 16))
     text = ""
     for c in cases:
         def fl(a):

@@ -3,7 +3,9 @@
 inputs whose failure must say why (one `ropebench:` line, the exit status, and for
 refused outputs the file's bytes unchanged):
 
-  bench -o an HDF5 file that is not a results file (a user's q/k/v, say)  exit 2, unchanged
+  bench -o an HDF5 file that is not a results file (a user's q/k/v, say, with bytes
+  after HDF5's end of allocation, which a read-write open would trim)   exit 2, unchanged
+  run --resume -o that file                                             exit 2, unchanged
   bench -o a text file                                                     exit 2, unchanged
   bench -o an empty file (as mktemp leaves it)       exit 0, a results file with /bench
   run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
@@ -68,10 +70,13 @@ def main():
     plain = os.path.join(work, "inputs.h5")
     with h5py.File(plain, "w") as f:
         f["q"] = np.zeros((1, 4, 8), np.float32)
-    before = digest(plain)
+    # bytes past HDF5's end of allocation, which a read-write open and close would trim
+    with open(plain, "ab") as f:
+        f.write(b"appended payload")
+    plain_digest = digest(plain)
     expect("bench -o a non-results HDF5 file", bench + [plain], 2,
            r"inputs\.h5: an HDF5 file that is not a ropebench results file")
-    if digest(plain) != before:
+    if digest(plain) != plain_digest:
         failed.append("bench -o changed the non-results HDF5 file")
 
     text = os.path.join(work, "notes.h5")
@@ -90,25 +95,24 @@ def main():
         if fmt not in (b"ropebench", "ropebench") or "bench" not in f:
             failed.append(f"bench -o an empty file: format {fmt!r}, groups {list(f)}")
 
-    # that file holds /bench and no study: --resume says so (not "config_text differs")
-    before = digest(empty)
-    expect("run --resume -o a file from bench -o",
-           mpi + ["1", exe, "run", "-q", "--resume", "--set", "study.seq_lens=64",
-                  "--set", "study.modes=full", "--set", "study.datasets=gaussian",
-                  "--set", "model.original_ctx=32", "-o", empty], 2,
-           r"empty\.h5: --resume: the file holds no study to resume")
-    if digest(empty) != before:
-        failed.append("run --resume changed the file from bench -o")
+    def refused_resume(label, path, pattern):
+        """run --resume -o path: exit 2 with the message, and the file left as it was."""
+        was = digest(path)
+        expect(label, mpi + ["1", exe, "run", "-q", "--resume", "--set", "study.seq_lens=64",
+                             "--set", "study.modes=full", "--set", "study.datasets=gaussian",
+                             "--set", "model.original_ctx=32", "-o", path], 2, pattern)
+        if digest(path) != was:
+            failed.append(f"{label}: the file changed")
 
+    # that file holds /bench and no study: --resume says so (not "config_text differs")
+    refused_resume("run --resume -o a file from bench -o", empty,
+                   r"empty\.h5: --resume: the file holds no study to resume")
+    refused_resume("run --resume -o a non-results HDF5 file", plain,
+                   r"inputs\.h5: --resume: not a ropebench results file")
     empty2 = os.path.join(work, "empty2.h5")
     open(empty2, "w").close()
-    expect("run --resume -o an empty file",
-           mpi + ["1", exe, "run", "-q", "--resume", "--set", "study.seq_lens=64",
-                  "--set", "study.modes=full", "--set", "study.datasets=gaussian",
-                  "--set", "model.original_ctx=32", "-o", empty2], 2,
-           r"empty2\.h5: --resume: empty file, not a ropebench results file")
-    if os.path.getsize(empty2) != 0:
-        failed.append(f"run --resume wrote {os.path.getsize(empty2)} bytes into the empty file")
+    refused_resume("run --resume -o an empty file", empty2,
+                   r"empty2\.h5: --resume: empty file, not a ropebench results file")
 
     fifo = os.path.join(work, "fifo.h5")
     os.mkfifo(fifo)

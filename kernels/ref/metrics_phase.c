@@ -430,8 +430,11 @@ int rb_metrics_D_leaves_zero(const double *inv_freq_base, const double *inv_freq
                 continue;
             double s = 0.0;
             for (int j = 0; j < np; j++) {
-                const double d =
-                    wrap1(rb_rope_phase(delta, inv_freq[j]) - rb_rope_phase(cand[c], inv_freq_base[j]));
+                /* t = delta on an unscaled pair: the same phase, difference 0 exactly */
+                if (cand[c] == delta && inv_freq[j] == inv_freq_base[j])
+                    continue;
+                const double d = wrap1(rb_rope_phase(delta, inv_freq[j]) -
+                                       rb_rope_phase(cand[c], inv_freq_base[j]));
                 s += w[j] * d * d;
             }
             zero = s <= lim;
