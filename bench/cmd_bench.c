@@ -95,7 +95,7 @@ static void bench_usage(FILE *f)
             "      --threads LIST     thread counts, integers or 'all' (default 1,all)\n"
             "      --only LIST        row kinds to measure: causal, probe, rope (default all)\n"
             "      --head-dims LIST   causal head_dims, even, 2..512 (default 64,128)\n"
-            "      --lengths LIST     causal lengths L, 16..1048576 (default 4096,16384;\n"
+            "      --lengths LIST     causal lengths L, 16..1048576, K/M suffixes (default 4096,16384;\n"
             "                         --quick: 1024,2048)\n"
             "  -h, --help, --version\n"
             "\n"
@@ -240,10 +240,8 @@ static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t 
         return -1;
     *n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end = NULL;
-        errno = 0;
-        const long long x = strtoll(t, &end, 10);
-        if (errno || end == t || *end || x < lo || x > hi || (even && x % 2)) {
+        long long x = 0;
+        if (rb_cli_parse_count(t, &x) != 0 || x < lo || x > hi || (even && x % 2)) {
             fprintf(stderr, "ropebench: bench: %s '%s': not %s integer in [%lld, %lld]\n", opt,
                     t, even ? "an even" : "an", (long long)lo, (long long)hi);
             return -1;

@@ -33,8 +33,8 @@ static void freqs_usage(FILE *f)
             "      --rotary-dim R     model.rotary_dim\n"
             "      --base B           model.base\n"
             "      --original-ctx N   model.original_ctx\n"
-            "      --seq-len N        sequence length (dynamic_ntk, longrope); default\n"
-            "                         original_ctx * factor\n"
+            "      --seq-len N        sequence length (dynamic_ntk, longrope; K, M, G\n"
+            "                         suffixes x 1024^n); default original_ctx * factor\n"
             "  -c, --config FILE      take the other keys from a study file\n"
             "  -s, --set SEC.KEY=VAL  any other key (repeatable)\n"
             "  -h, --help, --version\n");
@@ -135,12 +135,10 @@ int rb_cmd_freqs(int argc, char **argv)
     }
     int64_t L = (int64_t)llround((double)cfg.original_ctx * cfg.factor);
     if (seq) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(seq, &end, 10);
-        if (!*seq || *end || v < 1 || errno || v > ((long long)1 << 40)) {
-            fprintf(stderr, "ropebench: freqs: --seq-len '%s': not an integer in [1, 2^40]\n",
-                    seq);
+        long long v = 0;
+        if (rb_cli_parse_count(seq, &v) != 0 || v < 1 || v > ((long long)1 << 40)) {
+            fprintf(stderr, "ropebench: freqs: --seq-len '%s': not an integer in [1, 2^40] "
+                            "(suffixes K, M, G as in a study file)\n", seq);
             code = RB_EXIT_USAGE;
             goto cleanup;
         }

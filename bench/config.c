@@ -225,19 +225,12 @@ static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
     if (!fits(buf, sizeof buf, s))
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not an integer (too long)",
                        KEYNAME(i), s);
-    char *t = trim(buf), *end = NULL;
-    errno = 0;
-    long long v = strtoll(t, &end, 10);
-    if (end && *end && (*end == 'k' || *end == 'K' || *end == 'M' || *end == 'G') &&
-        end[1] == '\0') {
-        long long m = *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 1LL << 10;
-        if (v > INT64_MAX / m || v < INT64_MIN / m) errno = ERANGE;
-        else v *= m;
-        end++;
-    }
-    if (!*t || !end || *end || errno)
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not an integer", KEYNAME(i),
-                       s);
+    char *t = trim(buf);
+    long long v = 0;
+    if (rb_cli_parse_count(t, &v) != 0)
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': %s", KEYNAME(i), s,
+                       errno == ERANGE ? "outside the range of a 64-bit integer"
+                                       : "not an integer");
     if (v < lo || v > hi)
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %lld: must be in [%lld, %lld]",
                        KEYNAME(i), v, (long long)lo, (long long)hi);

@@ -1,6 +1,7 @@
 /* main.c — the ropebench command: dispatches to run, report, freqs, info and bench. */
 #include <ctype.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -92,6 +93,33 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
         return rb_errf(err, errlen, RB_EIO, "-o %s: its directory does not exist or cannot "
                        "be written", out);
     return RB_OK;
+}
+
+/* rb_cli_parse_count: see rb_bench.h. */
+int rb_cli_parse_count(const char *s, long long *v)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || isspace((unsigned char)*s)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (*end == 'k' || *end == 'K' || *end == 'M' || *end == 'G') {
+        const long long m = *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 1LL << 10;
+        if (x > LLONG_MAX / m || x < LLONG_MIN / m)
+            errno = ERANGE; /* (or strtoll's own ERANGE already set) */
+        else if (!errno)
+            x *= m;
+        end++;
+    }
+    if (errno || *end) {
+        if (!errno)
+            errno = EINVAL;
+        return -1;
+    }
+    *v = x;
+    return 0;
 }
 
 /* rb_cli_file_kind: see rb_bench.h. */

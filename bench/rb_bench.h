@@ -175,6 +175,12 @@ const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
  * write). RB_OK, or an error "-o OUT: why". */
 int rb_cli_check_output(const char *out, char *err, size_t errlen);
 
+/* rb_cli_parse_count: a decimal integer with an optional suffix K or k (x 1024), M
+ * (x 1024^2) or G (x 1024^3), the whole of s (no spaces): 0 and *v, or -1 (errno
+ * ERANGE when it overflows int64, else EINVAL). Shared by the study keys and the
+ * command options, so that 1K means the same everywhere. */
+int rb_cli_parse_count(const char *s, long long *v);
+
 /* rb_cli_file_kind: what an existing path holds, read from its first bytes (no HDF5
  * call): 0 an empty regular file, 1 an HDF5 file (its signature at offset 0, 512, 1024,
  * ... as HDF5 places it after a user block), 2 anything else; -1 when it cannot be read

@@ -40,6 +40,12 @@ rb_bench_error(head_dim_odd "--head-dims '65': not an even integer in \\[2, 512\
 rb_bench_error(head_dim_many "--head-dims: more than 4 values" ${B} --head-dims 2,4,6,8,10)
 rb_bench_error(length_small "--lengths '8': not an integer in \\[16, 1048576\\]" ${B} --lengths 8)
 rb_bench_error(length_text "--lengths 'long': not an integer" ${B} --lengths long)
+rb_bench_error(length_suffix_big "--lengths '2M': not an integer in \\[16, 1048576\\]" ${B} --lengths 2M)
+# --lengths 1K is 1024, as in a study file: one causal row of that length
+rb_add_test(NAME bench.lengths_suffix COMMAND ${B} --quick --only causal --kernels ref
+  --threads 1 --head-dims 16 --lengths 1K LABELS "bench;cli")
+set_tests_properties(bench.lengths_suffix PROPERTIES
+  PASS_REGULAR_EXPRESSION "ref +fp32 +causal +16 +1024 +1 ")
 rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
   ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
 rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"

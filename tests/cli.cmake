@@ -160,6 +160,11 @@ set_tests_properties(cli_info PROPERTIES PASS_REGULAR_EXPRESSION "kernel +(ref|b
 # freqs: YaRN s=10, L0=2048 (the issue's known values): range (16, 41), pair 17
 # freqs prints the issue's known schedule values
 rb_add_test(NAME cli_freqs_known COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/freqs_known.py ${RB_EXE})
+# size suffixes mean what they mean in a study file (rb_cli_parse_count)
+rb_add_test(NAME cli_freqs_seq_len_suffix COMMAND ${RB_EXE} freqs --method none --seq-len 1K)
+set_tests_properties(cli_freqs_seq_len_suffix PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "seq_len 1024\n")
+rb_cli_error(int_overflow 2 "study.heads = '99999999999999999999K': outside the range of a 64-bit integer" ${R} --set study.heads=99999999999999999999K)
 rb_add_test(NAME cli_docs_keys COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/docs_keys.py
   ${RB_EXE} ${CMAKE_SOURCE_DIR}/docs/config.md)
 
