@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rb_kernels.h"
 #include "rb_reports.h"
@@ -510,6 +511,22 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     if (rc != RB_OK)
         return rc;
     rc = make_dirs(outdir, err, errlen);
+    if (rc != RB_OK)
+        goto cleanup;
+    /* both documents can be created, checked before any plot is drawn, so that a
+     * report that cannot be written leaves no plots behind */
+    for (int i = 0; i < 2 && rc == RB_OK; i++) {
+        char path[4200];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/report.%s", outdir, i ? "html" : "md");
+        const int exists = stat(path, &st) == 0;
+        if (exists && !S_ISREG(st.st_mode))
+            rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",
+                         path);
+        else if (access(exists ? path : outdir, W_OK) != 0)
+            rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                         strerror(errno));
+    }
     if (rc != RB_OK)
         goto cleanup;
     prc = rp_plots_render(&f, outdir, &plots, &np, perr, sizeof perr);

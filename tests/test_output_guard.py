@@ -11,6 +11,7 @@ refused outputs the file's bytes unchanged):
   run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
   run --resume -o an empty file                      exit 2, still empty
   report a FIFO                                      exit 2 at once (no wait for a writer)
+  report into a directory where report.md is a directory   exit 2, no plots left behind
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
@@ -125,6 +126,21 @@ def main():
     expect("report an HDF5 file of another format",
            [exe, "report", vlen, "-o", os.path.join(work, "rep-vlen")], 2,
            r'anndata\.h5: not a ropebench results file \(format is "anndata"\)')
+
+    # a report whose report.md cannot be created fails before drawing: no plots left
+    small = os.path.join(work, "small.h5")
+    expect("a small study for the report", mpi + [
+        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
+        "--set", "study.heads=1", "--set", "study.seq_lens=128", "--set", "study.modes=full",
+        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", small],
+        0, None)
+    rep = os.path.join(work, "rep-blocked")
+    os.makedirs(os.path.join(rep, "report.md"))
+    expect("report where report.md is a directory", [exe, "report", small, "-o", rep], 2,
+           r"cannot create .*report\.md: not a regular file")
+    left = [x for x in os.listdir(rep) if x.endswith(".svg")]
+    if left:
+        failed.append(f"report left {len(left)} plots behind after failing: {left[:3]}")
 
     kzero = os.path.join(work, "kzero.h5")
     rng = np.random.default_rng(3)
