@@ -844,6 +844,17 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
 {
     snprintf(path, len, "%s.lock", out);
     *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0 && errno == ENAMETOOLONG) {
+        /* a file name within NAME_MAX whose ".lock" is not: the same directory, a name
+         * from a hash of the file name (FNV-1a), the same for every run on that file */
+        const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+        uint64_t h = 1469598103934665603ull;
+        for (const char *c = base; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        snprintf(path, len, "%.*s.ropebench-%016llx.lock", slash ? (int)(base - out) : 0, out,
+                 (unsigned long long)h);
+        *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    }
     if (*fd < 0)
         return rb_errf(err, errlen, RB_EIO, "-o %s: cannot create its lock file %s: %s", out,
                        path, strerror(errno));
@@ -851,12 +862,13 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
         const int e = errno;
         close(*fd);
         *fd = -1;
-        path[0] = '\0';
-        return e == EWOULDBLOCK
-                   ? rb_errf(err, errlen, RB_EINVAL, "-o %s: another ropebench run is writing "
-                             "this file (it holds %s.lock)", out, out)
-                   : rb_errf(err, errlen, RB_EIO, "-o %s: cannot lock %s.lock: %s", out, out,
-                             strerror(e));
+        const int rc = e == EWOULDBLOCK
+                           ? rb_errf(err, errlen, RB_EINVAL, "-o %s: another ropebench run is "
+                                     "writing this file (it holds %s)", out, path)
+                           : rb_errf(err, errlen, RB_EIO, "-o %s: cannot lock %s: %s", out,
+                                     path, strerror(e));
+        path[0] = '\0'; /* not ours: not removed at the end */
+        return rc;
     }
     return RB_OK;
 }

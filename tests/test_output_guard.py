@@ -11,6 +11,7 @@ refused outputs the file's bytes unchanged):
   run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
   run --resume -o an empty file                      exit 2, still empty
   report a FIFO                                      exit 2 at once (no wait for a writer)
+  run -o a name of 253 characters (its .lock would exceed NAME_MAX)  exit 0, no lock left
   report into a directory where report.md is a directory   exit 2, no plots left behind
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
@@ -134,6 +135,18 @@ def main():
         "--set", "study.heads=1", "--set", "study.seq_lens=128", "--set", "study.modes=full",
         "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", small],
         0, None)
+    # an output name within NAME_MAX whose ".lock" is not: the run takes a hashed lock
+    # name in the same directory and removes it at the end
+    long = os.path.join(work, "r" * 250 + ".h5")
+    expect("run -o a 253-character file name", mpi + [
+        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
+        "--set", "study.heads=1", "--set", "study.seq_lens=128", "--set", "study.modes=full",
+        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", long],
+        0, None)
+    locks = [x for x in os.listdir(work) if x.endswith(".lock")]
+    if not os.path.isfile(long) or locks:
+        failed.append(f"long output name: file there {os.path.isfile(long)}, locks {locks}")
+
     rep = os.path.join(work, "rep-blocked")
     os.makedirs(os.path.join(rep, "report.md"))
     expect("report where report.md is a directory", [exe, "report", small, "-o", rep], 2,
