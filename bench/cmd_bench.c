@@ -432,33 +432,20 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
     return 0;
 }
 
-/* bench_open_output: the -o file, opened for /bench when it is an existing results file
- * (*res set), or *res = NULL when it is new or empty (the caller creates it). Anything
- * else is refused and left as it was: a file that is not HDF5 (checked from its bytes),
- * or an HDF5 file without format = "ropebench" (a user's q/k/v input, say; its format
- * read through a read-only open, since a read-write one would trim bytes past HDF5's
- * end of allocation on close). Collective once the file is accepted. */
-static int bench_open_output(const char *path, rb_results **res, char *err, size_t el)
+/* bench_check_output: whether -o may take /bench: an existing results file (*exists =
+ * 1), or a new or empty file (*exists = 0, the writer creates it); anything else is
+ * refused and left as it was (rb_cli_results_file). Reads only, on this rank. */
+static int bench_check_output(const char *path, int *exists, char *err, size_t el)
 {
-    *res = NULL;
-    const int kind = access(path, F_OK) == 0 ? rb_cli_file_kind(path) : 0;
-    if (kind == 0)
-        return RB_OK;
-    if (kind != 1)
-        return rb_errf(err, el, RB_EFORMAT, "-o %s: %s; bench -o adds /bench to a results "
-                       "file or creates a new one", path,
-                       kind == 2 ? "not an HDF5 file" : strerror(errno));
-    char *fmt = NULL;
-    int rc = rb_results_peek_str(path, "format", &fmt, err, el);
-    const int ours = rc == 1 && strcmp(fmt, "ropebench") == 0;
-    free(fmt);
-    if (rc < 0)
-        return rc;
-    if (!ours)
-        return rb_errf(err, el, RB_EFORMAT, "-o %s: an HDF5 file that is not a ropebench "
-                       "results file (no format = \"ropebench\" attribute); bench -o adds "
-                       "/bench to a results file or creates a new one", path);
-    return rb_results_open(res, path, MPI_COMM_WORLD, err, el);
+    const int kind = rb_cli_results_file(path, err, el);
+    *exists = kind == RB_CLI_RESULTS;
+    if (kind < 0 || kind == RB_CLI_ABSENT || kind == RB_CLI_EMPTY || kind == RB_CLI_RESULTS)
+        return kind < 0 ? kind : RB_OK;
+    return rb_errf(err, el, RB_EFORMAT, "-o %s: %s; bench -o adds /bench to a results file "
+                   "or creates a new one", path,
+                   kind == RB_CLI_NOT_HDF5 ? "not an HDF5 file"
+                                           : "an HDF5 file that is not a ropebench results "
+                                             "file (no format = \"ropebench\" attribute)");
 }
 
 /* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
@@ -488,9 +475,12 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     /* the new tables go to /bench.new first and replace /bench only once all of them
      * are written: removing /bench first would let HDF5 put the new columns over the
      * old ones' space, which the file on disk still points at until the next flush */
-    if ((rc = bench_open_output(path, &res, err, el))) goto cleanup;
-    if (res) {
-        if ((rc = rb_results_remove(res, "/bench.new", err, el))) goto cleanup;
+    int exists = 0;
+    if ((rc = bench_check_output(path, &exists, err, el))) goto cleanup;
+    if (exists) {
+        if ((rc = rb_results_open(&res, path, MPI_COMM_WORLD, err, el)) ||
+            (rc = rb_results_remove(res, "/bench.new", err, el)))
+            goto cleanup;
     } else {
         /* a new (or empty) file gets the root attributes of a results file, so that
          * `ropebench report` and other readers accept it (docs/results-format.md) */
@@ -922,13 +912,12 @@ int rb_cmd_bench(int argc, char **argv)
         }
         mpi_up = 1;
         rb_cli_fsize_hook();
-        rb_results *res = NULL;
-        if (bench_open_output(o.out, &res, err, sizeof err)) {
+        int exists = 0;
+        if (bench_check_output(o.out, &exists, err, sizeof err)) {
             fprintf(stderr, "ropebench: bench: %s\n", err);
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
-        rb_results_close(res, err, sizeof err);
     }
     if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
         fprintf(stderr, "ropebench: bench: out of memory\n");

@@ -122,30 +122,33 @@ int rb_cli_parse_count(const char *s, long long *v)
     return 0;
 }
 
-/* rb_cli_file_kind: see rb_bench.h. */
-int rb_cli_file_kind(const char *path)
+/* rb_cli_results_file: see rb_bench.h. */
+int rb_cli_results_file(const char *path, char *err, size_t errlen)
 {
     static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     struct stat st;
     if (stat(path, &st) != 0)
-        return -1;
-    if (S_ISREG(st.st_mode) && st.st_size == 0)
-        return 0;
+        return errno == ENOENT ? RB_CLI_ABSENT
+                               : rb_errf(err, errlen, RB_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return RB_CLI_NOT_HDF5;
+    if (st.st_size == 0)
+        return RB_CLI_EMPTY;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return -1;
-    int kind = 2;
+        return rb_errf(err, errlen, RB_EIO, "%s: %s", path, strerror(errno));
+    int hdf5 = 0;
     unsigned char b[8];
-    for (long off = 0; off + 8 <= (long)st.st_size; off = off ? 2 * off : 512) {
-        if (fseek(f, off, SEEK_SET) != 0 || fread(b, 1, 8, f) != 8)
-            break;
-        if (memcmp(b, sig, 8) == 0) {
-            kind = 1;
-            break;
-        }
-    }
+    for (long off = 0; off + 8 <= (long)st.st_size && !hdf5; off = off ? 2 * off : 512)
+        hdf5 = fseek(f, off, SEEK_SET) == 0 && fread(b, 1, 8, f) == 8 && !memcmp(b, sig, 8);
     fclose(f);
-    return kind;
+    if (!hdf5)
+        return RB_CLI_NOT_HDF5;
+    char *fmt = NULL;
+    const int rc = rb_results_peek_str(path, "format", &fmt, err, errlen);
+    const int ours = rc == 1 && strcmp(fmt, "ropebench") == 0;
+    free(fmt);
+    return rc < 0 ? rc : ours ? RB_CLI_RESULTS : RB_CLI_FOREIGN_HDF5;
 }
 
 static void usage(FILE *f)

@@ -181,11 +181,21 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen);
  * command options, so that 1K means the same everywhere. */
 int rb_cli_parse_count(const char *s, long long *v);
 
-/* rb_cli_file_kind: what an existing path holds, read from its first bytes (no HDF5
- * call): 0 an empty regular file, 1 an HDF5 file (its signature at offset 0, 512, 1024,
- * ... as HDF5 places it after a user block), 2 anything else; -1 when it cannot be read
- * (errno set). */
-int rb_cli_file_kind(const char *path);
+/* What an output path holds, for the commands that add to a results file (bench -o,
+ * run --resume): rb_cli_results_file reads the first bytes (the HDF5 signature at offset
+ * 0, 512, 1024, ... as HDF5 places it after a user block) and, for an HDF5 file, the
+ * root `format` attribute through a read-only open, so a file it refuses is left exactly
+ * as it was (a read-write open and close would trim bytes past HDF5's end of
+ * allocation). Returns one of these, or a negative RB_E code with err set when the file
+ * cannot be read. */
+enum {
+    RB_CLI_ABSENT = 0,  /* no such path */
+    RB_CLI_EMPTY,       /* an empty regular file */
+    RB_CLI_RESULTS,     /* HDF5 with format = "ropebench" */
+    RB_CLI_NOT_HDF5,    /* anything else without the HDF5 signature */
+    RB_CLI_FOREIGN_HDF5 /* HDF5 without format = "ropebench" */
+};
+int rb_cli_results_file(const char *path, char *err, size_t errlen);
 
 /* rb_cli_fsize_hook: called by run and bench once MPI is up, before the results file is
  * opened. Ignores SIGXFSZ, so that a file-size limit (ulimit -f) fails a write with

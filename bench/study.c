@@ -732,14 +732,15 @@ cleanup:
  * (same config_text), read on this rank alone. */
 static int resume_check(rb_run *r, const char *path)
 {
-    char *fmt = NULL, *text = NULL;
-    /* read-only first: a refused file is left exactly as it was (a read-write open and
-     * close would trim bytes past HDF5's end of allocation) */
-    int rc = rb_results_peek_str(path, "format", &fmt, r->err, sizeof r->err);
+    char *text = NULL;
+    /* read only: a refused file is left exactly as it was */
+    int rc = rb_cli_results_file(path, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
-    if (rc == 0 || strcmp(fmt, "ropebench") != 0) {
-        rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT,
-                     "%s: --resume: not a ropebench results file", path);
+    if (rc != RB_CLI_RESULTS) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT, "%s: --resume: %snot a ropebench "
+                     "results file", path, rc == RB_CLI_EMPTY      ? "empty file, "
+                                           : rc == RB_CLI_NOT_HDF5 ? "not an HDF5 file, "
+                                                                   : "");
         goto cleanup;
     }
     rc = rb_results_peek_str(path, "config_text", &text, r->err, sizeof r->err);
@@ -759,7 +760,6 @@ static int resume_check(rb_run *r, const char *path)
     }
     rc = RB_OK;
 cleanup:
-    free(fmt);
     free(text);
     return rc;
 }
@@ -878,19 +878,12 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
  * fail one rank's write while the others wait; an input given as -o would be truncated
  * before it is read). Same file = same device and inode, so links count too. */
 static int check_output_path(const char *out, const char *cfg_path, const rb_config *c,
-                             int resume, char *err, size_t errlen)
+                             char *err, size_t errlen)
 {
     struct stat so, si;
     int rc = rb_cli_check_output(out, err, errlen);
     if (rc != RB_OK || stat(out, &so) != 0)
         return rc; /* an error, or a new file */
-    /* --resume opens the file as it is: one that is not HDF5 is refused here, before
-     * the HDF5 library could write a superblock into it */
-    const int kind = resume ? rb_cli_file_kind(out) : 1;
-    if (kind != 1)
-        return rb_errf(err, errlen, RB_EFORMAT, "%s: --resume: %s, not a ropebench results file",
-                       out, kind == 0 ? "empty file" : kind == 2 ? "not an HDF5 file"
-                                                                : strerror(errno));
     if (cfg_path && stat(cfg_path, &si) == 0 && si.st_dev == so.st_dev &&
         si.st_ino == so.st_ino)
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's config file (-c %s): "
@@ -1039,7 +1032,7 @@ int rb_cmd_run(int argc, char **argv)
     }
 
     if (!dry &&
-        (rc = check_output_path(out_path, cfg_path, &cfg, r.resume, r.err, sizeof r.err))) {
+        (rc = check_output_path(out_path, cfg_path, &cfg, r.err, sizeof r.err))) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;

@@ -73,7 +73,6 @@ typedef struct {
     int64_t critical_pair;
     double d_leaves_zero;     /* first bin-centre distance with D > 1e-9 (NaN: never) */
     double d_zero_before;     /* the bin centre before it (D <= 1e-9 there; NaN: none) */
-    int64_t d_bins;           /* bins of phase/by_distance (0: absent) */
     int64_t d_exact;          /* its D_leaves_zero attribute (-1: never; -2: absent) */
     double entropy_last;      /* mean entropy of the last position bin */
     double needle_hit_rate;   /* hits / needles over heads */

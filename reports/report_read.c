@@ -776,7 +776,6 @@ static void case_read_metrics(hid_t g, rp_case *c)
     const char *why = "";
     m->critical_pair = -1;
     m->first_negative_B = -2;
-    m->d_bins = 0;
     m->d_exact = -2;
     m->d_leaves_zero = m->d_zero_before = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
     m->entropy_err_max = m->floor_ratio_min = m->bound_ratio_max = NAN;
@@ -807,7 +806,6 @@ static void case_read_metrics(hid_t g, rp_case *c)
     if (sub_attr_num(g, "phase", "phase/by_distance", "D_leaves_zero", &v) == 1)
         m->d_exact = d2i(v, -1) < 0 ? -1 : d2i(v, -1);
     const rp_tab *D = &c->tab[RP_TAB_PHASE];
-    m->d_bins = D->n;
     for (int64_t i = 0; i < D->n; i++)
         if (D->col[RP_PHASE_D][i] > RB_METRICS_D_ZERO_TOL) {
             m->d_leaves_zero = D->col[RP_PHASE_DIST][i];

@@ -215,7 +215,7 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
             snprintf(b, sizeof b, "%lld", (long long)m->d_exact);
         else if (m->d_exact == -1)
             snprintf(b, sizeof b, "never");
-        else if (m->d_bins == 0)
+        else if (c->tab[RP_TAB_PHASE].n == 0)
             snprintf(b, sizeof b, "n/a");
         else if (isnan(m->d_leaves_zero))
             snprintf(b, sizeof b, "never");

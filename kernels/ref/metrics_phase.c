@@ -403,9 +403,8 @@ int rb_metrics_D_leaves_zero(const double *inv_freq_base, const double *inv_freq
         return rb_errf(err, errlen, RB_EINVAL, "D leaves 0: tol must be >= 0 (got %g)", tol);
     if (max_delta > RB_MP_MAX_DELTA)
         max_delta = RB_MP_MAX_DELTA;
-    /* the arguments checked once, by the full function on delta 0 */
-    double d0 = 0.0, D0;
-    int rc = rb_metrics_phase_distance(inv_freq_base, inv_freq, w, NULL, np, L0, &d0, 1, &D0,
+    /* the arguments checked once, by the full function on no distance */
+    int rc = rb_metrics_phase_distance(inv_freq_base, inv_freq, w, NULL, np, L0, NULL, 0, NULL,
                                        NULL, NULL, NULL, err, errlen);
     if (rc)
         return rc;
