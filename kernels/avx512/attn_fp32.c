@@ -26,9 +26,6 @@
  * d = 128, and their scores for one block stay in L2); block_rows_run takes at most
  * this many rows at once */
 #define KO_ROWS 2048
-/* key-outer order: a whole block that at most this many rows see is read in place
- * (kblock_inplace, qk_lane) instead of packed, when d is a multiple of 16 */
-#define LANE_ROWS 32
 /* key-outer schedule (ko_schedule): KO_KAPPA is the visible (row, key) pairs whose
  * arithmetic takes about as long as streaming one key's K and V rows on one core; a
  * block's work prefetches nr * cnt / KO_KAPPA keys' lines of the blocks after it, and
@@ -942,11 +939,17 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
     }
 }
 
-/* block_inplace_ok: whether the key-outer order reads a block of cnt keys that nr rows
- * see in place (kblock_inplace, qk_lane) instead of packing it. */
-static int block_inplace_ok(int d, int cnt, int64_t nr)
+/* block_inplace_ok: whether the key-outer order reads a block of cnt keys in place
+ * (kblock_inplace, qk_lane4/qk_lane) instead of packing it: every whole block when d is
+ * a multiple of 16. Until 2026-11-30 only blocks that at most 32 rows see were (the
+ * rest packed, as the query-outer order does); on the AMD host of that day, with the
+ * scores four rows at a time (qk_lane4), reading in place measured as fast as packing
+ * with K and V in L2 at 128-256 rows and 7-15 % faster at 33-64, and the 1M-key probe
+ * 2-3 % faster (116 log-spaced rows) and 7 % (415, the study's; 1 thread; 1-4 % at 2),
+ * harness, alternating runs. */
+static int block_inplace_ok(int d, int cnt)
 {
-    return d % 16 == 0 && cnt == BC && nr <= LANE_ROWS;
+    return d % 16 == 0 && cnt == BC;
 }
 
 /* ko_ds_offset: where a thread's double state starts in its key-outer scratch (after
@@ -1041,7 +1044,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         for (int64_t j = 0; j < nvis; j++) {
             const int64_t b = ord[j], c0 = b * BC, nr = nrb[b];
             const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
-            run += (nr + 32 + (block_inplace_ok(c->d, cnt, nr) ? 0 : 32)) * (int64_t)cnt;
+            run += (nr + 32 + (block_inplace_ok(c->d, cnt) ? 0 : 32)) * (int64_t)cnt;
             if (pass == 1)
                 while (t < T && run * T >= total * t)
                     bound[t++] = j + 1;
@@ -1069,8 +1072,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         rb_state_init(ds, c->nq, c->d);
         int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
-        /* blocks seen by at most LANE_ROWS rows read K (and V when aligned) in place
-         * (block_inplace_ok) */
+        /* whole blocks read K (and V when aligned) in place (block_inplace_ok) */
         const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             const int64_t j1 = bound[part + 1];
@@ -1083,7 +1085,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
                 rb_kblock blk;
                 kblock_positions(c->k_pos, c0, cnt, kp, &blk);
-                const int inplace = block_inplace_ok(c->d, cnt, nr);
+                const int inplace = block_inplace_ok(c->d, cnt);
                 /* pf_steps over this block's work: one per transpose, 16 v rows copied,
                  * group phase and visible row, per 16 keys of a row when the block is
                  * read in place, and per 16 keys of each PV pass */
