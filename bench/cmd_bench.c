@@ -805,7 +805,7 @@ int rb_cmd_bench(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    char ob[8]; /* the short form of a rejected option */
+    char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
         case O_QUICK: o.quick = 1; break;
@@ -844,8 +844,8 @@ int rb_cmd_bench(int argc, char **argv)
             code = RB_EXIT_USAGE;
             goto cleanup;
         default:
-            fprintf(stderr, "ropebench: bench: unknown option '%s' (see ropebench bench --help)\n",
-                    rb_cli_bad_option(argv, ob, sizeof ob));
+            fprintf(stderr, "ropebench: bench: %s (see ropebench bench --help)\n",
+                    rb_cli_reject(argv, opts, ob, sizeof ob));
             code = RB_EXIT_USAGE;
             goto cleanup;
         }

@@ -63,7 +63,7 @@ int rb_cmd_freqs(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
-    char ob[8]; /* the short form of a rejected option */
+    char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
         switch (opt) {
@@ -83,8 +83,8 @@ int rb_cmd_freqs(int argc, char **argv)
             code = RB_EXIT_USAGE;
             goto cleanup;
         default:
-            fprintf(stderr, "ropebench: freqs: unknown option '%s' (see ropebench freqs --help)\n",
-                    rb_cli_bad_option(argv, ob, sizeof ob));
+            fprintf(stderr, "ropebench: freqs: %s (see ropebench freqs --help)\n",
+                    rb_cli_reject(argv, opts, ob, sizeof ob));
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
@@ -252,7 +252,7 @@ int rb_cmd_report(int argc, char **argv)
     char err[1024];
     optind = 1;
     opterr = 0;
-    char ob[8]; /* the short form of a rejected option */
+    char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'o': out = optarg; break;
@@ -266,8 +266,8 @@ int rb_cmd_report(int argc, char **argv)
             fprintf(stderr, "ropebench: report: option %s needs a value\n", argv[optind - 1]);
             return RB_EXIT_USAGE;
         default:
-            fprintf(stderr, "ropebench: report: unknown option '%s'\n",
-                    rb_cli_bad_option(argv, ob, sizeof ob));
+            fprintf(stderr, "ropebench: report: %s (see ropebench report --help)\n",
+                    rb_cli_reject(argv, opts, ob, sizeof ob));
             return RB_EXIT_USAGE;
         }
     }

@@ -22,8 +22,8 @@ const char *rb_version_string(void)
     return "ropebench " RB_VERSION " (" RB_GIT_DESCRIBE ", " RB_BUILD_TYPE ")";
 }
 
-/* rb_cli_bad_option: see rb_bench.h. */
-const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
+/* rb_cli_reject: see rb_bench.h. */
+const char *rb_cli_reject(char *const *argv, const struct option *opts, char *buf, size_t len)
 {
     /* a short option: the cluster it came from is the current argument (optind not yet
      * past it) or, for the cluster's last letter, the one before; a long option given
@@ -32,11 +32,42 @@ const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len)
     for (int back = 0; optopt > 0 && optopt < 128 && isgraph(optopt) && back < 2; back++) {
         const char *a = argv[optind - back];
         if (optind - back >= 1 && a && a[0] == '-' && a[1] != '-' && strchr(a + 1, optopt)) {
-            snprintf(buf, len, "-%c", optopt);
+            snprintf(buf, len, "unknown option '-%c'", optopt);
             return buf;
         }
     }
-    return argv[optind - 1];
+    const char *a = argv[optind - 1];
+    if (a && a[0] == '-' && a[1] == '-' && a[2]) {
+        /* a long option: which of opts its name (up to any '=') is, or begins */
+        const char *name = a + 2, *eq = strchr(name, '=');
+        const size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        int exact = -1, first = -1, count = 0;
+        for (int i = 0; opts[i].name; i++) {
+            if (strncmp(opts[i].name, name, n) != 0)
+                continue;
+            if (strlen(opts[i].name) == n)
+                exact = i;
+            if (count++ == 0)
+                first = i;
+        }
+        const int hit = exact >= 0 ? exact : count == 1 ? first : -1;
+        if (hit >= 0 && eq && opts[hit].has_arg == no_argument) {
+            snprintf(buf, len, "option --%s takes no value ('%s')", opts[hit].name, a);
+            return buf;
+        }
+        if (hit < 0 && count > 1) {
+            int k = snprintf(buf, len, "option '%.*s' is ambiguous (", (int)(n + 2), a);
+            for (int i = 0, m = 0; opts[i].name && k >= 0 && (size_t)k < len; i++)
+                if (strncmp(opts[i].name, name, n) == 0)
+                    k += snprintf(buf + k, len - (size_t)k, "%s--%s", m++ ? ", " : "",
+                                  opts[i].name);
+            if (k >= 0 && (size_t)k < len)
+                snprintf(buf + k, len - (size_t)k, ")");
+            return buf;
+        }
+    }
+    snprintf(buf, len, "unknown option '%s'", a);
+    return buf;
 }
 
 /* rb_cli_fsize_hook: see rb_bench.h. */

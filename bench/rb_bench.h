@@ -163,11 +163,16 @@ int rb_cmd_bench(int argc, char **argv);
 /* Version line "ropebench X.Y.Z (git ...)". */
 const char *rb_version_string(void);
 
-/* The option getopt_long has just rejected as unknown, as the user wrote it: "-x" for
- * a short option (also inside a cluster such as -xy, where argv[optind - 1] would be
- * the argument before it), else the argument itself ("--frobnicate"). buf holds the
- * short form; the result is valid while buf and argv are. */
-const char *rb_cli_bad_option(char *const *argv, char *buf, size_t len);
+/* What is wrong with the option getopt_long (over opts, with opterr = 0) has just
+ * rejected, as a phrase naming it as the user wrote it: "unknown option '-x'" for a
+ * short option (also inside a cluster such as -xy, where argv[optind - 1] would be the
+ * argument before it), "option --resume takes no value ('--resume=1')" for a long
+ * option without an argument given one (by its name or an unambiguous prefix),
+ * "option '--re' is ambiguous (--resume, --reps)" for a prefix of several, else
+ * "unknown option '--frobnicate'". Written into buf (len bytes, cut to fit); returns
+ * buf. */
+struct option;
+const char *rb_cli_reject(char *const *argv, const struct option *opts, char *buf, size_t len);
 
 /* Where -o may write a results file, checked before any work: a non-empty path naming
  * an existing regular file that can be written, or a new file in a directory that

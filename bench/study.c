@@ -962,7 +962,7 @@ int rb_cmd_run(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
-    char ob[8]; /* the short form of a rejected option */
+    char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":c:s:o:qh", opts, NULL)) != -1) {
         switch (opt) {
         case 'c': cfg_path = optarg; break;
@@ -983,8 +983,8 @@ int rb_cmd_run(int argc, char **argv)
             usage_err = 1;
             break;
         default:
-            snprintf(r.err, sizeof r.err, "run: unknown option '%s' (see ropebench run --help)",
-                     rb_cli_bad_option(argv, ob, sizeof ob));
+            snprintf(r.err, sizeof r.err, "run: %s (see ropebench run --help)",
+                     rb_cli_reject(argv, opts, ob, sizeof ob));
             usage_err = 1;
             break;
         }

@@ -48,7 +48,10 @@ file(WRITE ${RB_WORK}/comments.ini "[model] ; the model\nhead_dim = 64\n[study];
 rb_add_test(NAME cli_comments COMMAND ${R} -c ${RB_WORK}/comments.ini --set study.datasets=gaussian)
 set_tests_properties(cli_comments PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 64\n.*path = /data/run #2.h5\n")
-rb_cli_error(long_option_value 2 "run: unknown option '--resume=x'" ${RB_EXE} run --resume=x)
+rb_cli_error(long_option_value 2 "run: option --resume takes no value \\('--resume=x'\\)" ${RB_EXE} run --resume=x)
+rb_cli_error(long_prefix_value 2 "bench: option --quick takes no value \\('--qu=1'\\)" ${RB_EXE} bench --qu=1)
+rb_cli_error(long_ambiguous 2 "run: option '--d' is ambiguous \\(--dump-inputs, --dry-run\\)" ${RB_EXE} run --d)
+rb_cli_error(report_unknown_option 2 "report: unknown option '--frob' \\(see ropebench report --help\\)" ${RB_EXE} report --frob x.h5)
 rb_add_test(NAME cli_long_lines COMMAND ${R} -c ${RB_WORK}/long_lines.ini)
 set_tests_properties(cli_long_lines PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 128\n.*short_factor = (1\\.0,)+1\\.0\nlong_factor = (1\\.0,)+2\\.0\n")
