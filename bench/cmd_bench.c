@@ -897,12 +897,6 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    if (o.json && !(jf = fopen(o.json, "w"))) {
-        fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n", o.json,
-                strerror(errno));
-        code = RB_EXIT_USAGE;
-        goto cleanup;
-    }
     if (o.out) {
         /* MPI only for the results file; an existing file must open as a results file */
         if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
@@ -913,11 +907,19 @@ int rb_cmd_bench(int argc, char **argv)
         mpi_up = 1;
         rb_cli_fsize_hook();
         int exists = 0;
-        if (bench_check_output(o.out, &exists, err, sizeof err)) {
+        if (bench_check_output(o.out, &exists, err, sizeof err) ||
+            rb_results_room(o.out, err, sizeof err)) {
             fprintf(stderr, "ropebench: bench: %s\n", err);
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
+    }
+    /* after -o's checks, so that a refused -o leaves no empty --json file */
+    if (o.json && !(jf = fopen(o.json, "w"))) {
+        fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n", o.json,
+                strerror(errno));
+        code = RB_EXIT_USAGE;
+        goto cleanup;
     }
     if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
         fprintf(stderr, "ropebench: bench: out of memory\n");
@@ -982,6 +984,8 @@ int rb_cmd_bench(int argc, char **argv)
         goto cleanup;
     }
     int abandoned = 0;
+    if (o.out)
+        rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE"); /* tests only */
     if (o.out && write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned)) {
         fprintf(stderr, "ropebench: bench: %s\n", err);
         code = RB_EXIT_FAIL;

@@ -74,7 +74,13 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
 void rb_cli_fsize_hook(void)
 {
     signal(SIGXFSZ, SIG_IGN);
-    const char *fl = getenv("ROPEBENCH_TEST_FSIZE_LIMIT");
+    rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT");
+}
+
+/* rb_cli_fsize_hook_env: see rb_bench.h. */
+void rb_cli_fsize_hook_env(const char *var)
+{
+    const char *fl = getenv(var);
     if (fl) {
         struct rlimit rl;
         getrlimit(RLIMIT_FSIZE, &rl);

@@ -210,6 +210,13 @@ int rb_cli_results_file(const char *path, char *err, size_t errlen);
  * tests can make writes fail the way a full file system does. */
 void rb_cli_fsize_hook(void);
 
+/* rb_cli_fsize_hook_env: the file-size limit of environment variable var (bytes), if
+ * set, for this process from here on (rb_cli_fsize_hook takes
+ * ROPEBENCH_TEST_FSIZE_LIMIT; bench -o also takes ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE
+ * just before it writes, past its checks up front, so that the tests reach the write's
+ * own failure). */
+void rb_cli_fsize_hook_env(const char *var);
+
 /* rb_cli_space_hint: after a write to the results file `out` failed, print on stderr one
  * line per likely cause that holds (its file system has under 1 MiB free; the file is
  * within 64 KiB of this process's file-size limit), or nothing. */

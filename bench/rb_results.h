@@ -119,6 +119,14 @@ int rb_results_close(rb_results *r, char *err, size_t errlen);
  * where that cannot be told. */
 double rb_results_free_bytes(const char *path);
 
+/* rb_results_room: RB_OK if the file at path (or a new one there) can grow by the
+ * 1 MiB its first writes take: under this process's file-size limit (ulimit -f) and
+ * that much free on the file system of its directory; else RB_EIO with "results: PATH:
+ * no room to write it: why" in err. Not collective (create and open call it on rank 0
+ * and agree); a command that writes its file only at the end (bench -o) calls it
+ * before any work, so that it does not measure for minutes and then fail. */
+int rb_results_room(const char *path, char *err, size_t errlen);
+
 /* "1.10.8" etc. of the backend library, for provenance. */
 const char *rb_results_backend_version(void);
 

@@ -173,10 +173,8 @@ double rb_results_free_bytes(const char *path)
     return statvfs(dir, &vs) == 0 ? (double)vs.f_bavail * (double)vs.f_frsize : -1.0;
 }
 
-/* room_first: RB_OK if the file at path (or a new one there) can grow by RB_ROOM_FIRST
- * bytes: under the process's file-size limit, and that much free on the file system
- * of its directory; else RB_EIO "no room ...". */
-static int room_first(const char *path, char *err, size_t errlen)
+/* rb_results_room: see rb_results.h (RB_ROOM_FIRST bytes). */
+int rb_results_room(const char *path, char *err, size_t errlen)
 {
     struct stat st;
     struct rlimit rl;
@@ -224,7 +222,7 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     /* room for the first writes, checked before the file is made or opened: once HDF5
      * holds it, a write refused on one rank can leave the others inside a collective
      * (see rb_results_flush), and even its close can hang */
-    if ((rc = agree(r, r->rank == 0 ? room_first(path, err, errlen) : RB_OK, err, errlen,
+    if ((rc = agree(r, r->rank == 0 ? rb_results_room(path, err, errlen) : RB_OK, err, errlen,
                     path)) != RB_OK)
         goto cleanup;
     H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");

@@ -10,7 +10,9 @@ limit must complete the file equal to an uninterrupted run, REFERENCE, by
 compare_results.py), in a dataset write between two flushes (--dump-inputs of longer
 cases), and before the file is made (no room for its first MiB: exit 2, and no file).
 Also `ropebench bench -o` into an existing results file (with a /bench) that cannot
-grow: refused, and the file still opens with its cases and /bench unchanged.
+grow: refused before anything is measured (exit 2, no --json file) when the room is
+not there at the start, exit 1 when it goes while measuring; either way the file still
+opens with its cases and /bench unchanged.
 
 usage: write_failure.py WORKDIR ROPEBENCH CONFIG REFERENCE.h5 -- mpiexec-command-prefix...
 """
@@ -155,21 +157,40 @@ def main():
         return got
     with h5py.File(target, "r") as f:
         before = content(f)
-    env = dict(os.environ, ROPEBENCH_TEST_FSIZE_LIMIT=str(os.path.getsize(target) + 8000))
-    b = subprocess.run(bench, env=env, capture_output=True, text=True, timeout=240)
-    blines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
-    if b.returncode not in (1, 2) or not blines or target not in blines[0] or \
-            "no room" not in blines[0]:
-        failed.append(f"bench -o: exit {b.returncode}, {b.stderr[-800:]!r}")
-    try:
-        with h5py.File(target, "r") as f:
-            after = content(f)
-            if sorted(after) != sorted(before) or \
-                    any(not (after[n] == before[n]).all() for n in before):
-                failed.append("bench -o: the cases or /bench of the file changed")
-    except OSError as e:
-        failed.append(f"bench -o: the file does not open after the failed write: {e}")
-    print(f"bench -o: exit {b.returncode}: {blines[0][:100] if blines else ''}")
+    json_out = os.path.join(work, "write-bench.json")
+    # without room for its first MiB: refused before anything is measured (exit 2, no
+    # table rows, no --json file); with that room at the start but not when it writes
+    # (the limit set just before the write): exit 1. Either way the file still opens with
+    # every case and /bench it held.
+    for var, want in (("ROPEBENCH_TEST_FSIZE_LIMIT", 2),
+                      ("ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE", 1)):
+        if os.path.exists(json_out):
+            os.remove(json_out)
+        env = dict(os.environ, **{var: str(os.path.getsize(target) + 8000)})
+        b = subprocess.run(bench + ["--json", json_out], env=env, capture_output=True,
+                           text=True, timeout=240)
+        blines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
+        rows = [x for x in b.stdout.splitlines() if x.strip() and not x.startswith("#")]
+        if b.returncode != want or not blines or target not in blines[0] or \
+                "no room" not in blines[0]:
+            failed.append(f"bench -o ({var}): exit {b.returncode} (want {want}), "
+                          f"{b.stderr[-800:]!r}")
+        if want == 2 and (rows or os.path.exists(json_out)):
+            failed.append(f"bench -o ({var}): measured before refusing: {len(rows)} rows, "
+                          f"--json written: {os.path.exists(json_out)}")
+        if want == 1 and not rows:
+            failed.append(f"bench -o ({var}): no rows measured before the write")
+        try:
+            with h5py.File(target, "r") as f:
+                after = content(f)
+                if sorted(after) != sorted(before) or \
+                        any(not (after[n] == before[n]).all() for n in before):
+                    failed.append(f"bench -o ({var}): the cases or /bench of the file changed")
+        except OSError as e:
+            failed.append(f"bench -o ({var}): the file does not open after the failed "
+                          f"write: {e}")
+        print(f"bench -o ({var}): exit {b.returncode}, {len(rows)} rows: "
+              f"{blines[0][:100] if blines else ''}")
     for x in failed:
         print("FAIL:", x)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
