@@ -65,16 +65,39 @@ def load_h5(path):
 HAS_AVX512 = None
 
 
+# set by drive(): the ropebench binary, so that check_tiles can measure again
+EXE = None
+
+
+def tiles_peak(text):
+    """The tile ceiling and the 1-thread FMA peak from a bench table's header."""
+    m = re.search(r"register tiles alone .*: ([0-9.]+) GFLOP/s 1 thread", text)
+    pk = re.search(r"# peak FMA \(fp32, measured\): ([0-9.]+) GFLOP/s 1 thread", text)
+    return (float(m.group(1)) if m else None), (float(pk.group(1)) if pk else None)
+
+
 def check_tiles(tiles, peak, where):
     """The register-tile ceiling: -1 without the avx512 kernel, else positive and at
     most the FMA peak of the same run (10 % for timing noise between the two probes):
-    more than the peak would mean a wrong FLOP count."""
+    more than the peak would mean a wrong FLOP count. The two are timed one after the
+    other, so a load that comes and goes (another job on the machine) can push one
+    above the other; when the bound fails, up to three more short runs measure both
+    again, and any one within the bound passes (a wrong count fails every time)."""
     if HAS_AVX512 is None:  # --h5 on a file from elsewhere: only the bound
         if tiles != -1 and not (0 < tiles <= 1.10 * peak):
             raise SystemExit(f"FAIL {where}: tile ceiling {tiles} GFLOP/s against peak {peak}")
     elif HAS_AVX512:
+        seen = [(tiles, peak)]
+        while not (0 < tiles <= 1.10 * peak) and EXE and len(seen) < 4:
+            p = run([EXE, "bench", "--quick", "--only", "rope", "--kernels", "ref",
+                     "--threads", "1"])
+            tiles, peak = tiles_peak(p.stdout)
+            if tiles is None or peak is None:
+                raise SystemExit(f"FAIL tile-ceiling or peak line missing:\n{p.stdout}")
+            seen.append((tiles, peak))
         if not (0 < tiles <= 1.10 * peak):
-            raise SystemExit(f"FAIL {where}: tile ceiling {tiles} GFLOP/s against peak {peak}")
+            raise SystemExit(f"FAIL {where}: tile ceiling against peak, GFLOP/s, in "
+                             f"{len(seen)} runs: {seen}")
     elif tiles != -1:
         raise SystemExit(f"FAIL {where}: tile ceiling {tiles} without the avx512 kernel")
 
@@ -98,19 +121,19 @@ def run(cmd):
 def drive(exe, work, launcher):
     import h5py
     os.makedirs(work, exist_ok=True)
-    global HAS_AVX512
+    global HAS_AVX512, EXE
+    EXE = exe
     kernels = available_kernels(exe)
     HAS_AVX512 = "avx512" in kernels
     js = os.path.join(work, "bench.json")
     p = run([exe, "bench", "--quick", "--json", js])
     if not p.stdout.startswith("# ropebench bench") or "peak FMA" not in p.stdout:
         raise SystemExit(f"FAIL unexpected table:\n{p.stdout}")
-    m = re.search(r"register tiles alone .*: ([0-9.]+) GFLOP/s 1 thread", p.stdout)
-    pk = re.search(r"# peak FMA \(fp32, measured\): ([0-9.]+) GFLOP/s 1 thread", p.stdout)
-    if not pk or bool(m) != HAS_AVX512:
+    tiles, peak = tiles_peak(p.stdout)
+    if peak is None or (tiles is not None) != HAS_AVX512:
         raise SystemExit(f"FAIL peak or tile-ceiling line missing or unexpected:\n{p.stdout}")
-    if m:
-        check_tiles(float(m.group(1)), float(pk.group(1)), "table header")
+    if tiles is not None:
+        check_tiles(tiles, peak, "table header")
     with open(js) as f:
         check(json.load(f), kernels)
     # a subset: one kind, one shape, one kernel, one thread count -> exactly one row
