@@ -876,9 +876,12 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
 /* The results file may only replace a regular file, and never one the study reads: the
  * config or the file dataset's input (a FIFO, /dev/full or /dev/null would block or
  * fail one rank's write while the others wait; an input given as -o would be truncated
- * before it is read). Same file = same device and inode, so links count too. */
+ * before it is read). Same file = same device and inode, so links count too. And
+ * without --resume (which checks the file itself, open_for_resume) only a ropebench
+ * results file or an empty file is replaced: anything else (a user's q/k/v, a report,
+ * a typo for another file) is refused and left as it was. */
 static int check_output_path(const char *out, const char *cfg_path, const rb_config *c,
-                             char *err, size_t errlen)
+                             int resume, char *err, size_t errlen)
 {
     struct stat so, si;
     int rc = rb_cli_check_output(out, err, errlen);
@@ -895,7 +898,18 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
         si.st_ino == so.st_ino)
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's input file (file.path = "
                        "%s): it would be overwritten", out, c->file_path);
-    return RB_OK;
+    if (resume)
+        return RB_OK;
+    const int kind = rb_cli_results_file(out, err, errlen);
+    if (kind == RB_CLI_NOT_HDF5 || kind == RB_CLI_FOREIGN_HDF5)
+        return rb_errf(err, errlen, RB_EFORMAT,
+                       "-o %s: %s; run -o replaces only a ropebench results file (or an "
+                       "empty file): remove it or choose another name",
+                       out, kind == RB_CLI_NOT_HDF5
+                                ? "not an HDF5 file"
+                                : "an HDF5 file that is not a ropebench results file (no "
+                                  "format = \"ropebench\" attribute)");
+    return kind < 0 ? kind : RB_OK;
 }
 
 /* ---- the command ---------------------------------------------------------------------- */
@@ -1032,7 +1046,7 @@ int rb_cmd_run(int argc, char **argv)
     }
 
     if (!dry &&
-        (rc = check_output_path(out_path, cfg_path, &cfg, r.err, sizeof r.err))) {
+        (rc = check_output_path(out_path, cfg_path, &cfg, r.resume, r.err, sizeof r.err))) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;

@@ -10,6 +10,8 @@ refused outputs the file's bytes unchanged):
   bench -o an empty file (as mktemp leaves it)       exit 0, a results file with /bench
   run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
   run --resume -o an empty file                      exit 2, still empty
+  run -o the non-results HDF5 file, or the text file (no --resume)      exit 2, unchanged
+  run -o an empty file, then again (replacing the results file it wrote)  exit 0 twice
   report a FIFO                                      exit 2 at once (no wait for a writer)
   run -o a name of 253 characters (its .lock would exceed NAME_MAX)  exit 0, no lock left
   report into a directory where report.md is a directory   exit 2, no plots left behind
@@ -115,6 +117,32 @@ def main():
     open(empty2, "w").close()
     refused_resume("run --resume -o an empty file", empty2,
                    r"empty2\.h5: --resume: empty file, not a ropebench results file")
+
+    def refused_run(label, path, pattern):
+        """run -o path without --resume: exit 2 with the message, the file as it was."""
+        was = digest(path)
+        expect(label, mpi + ["1", exe, "run", "-q", "--set", "study.seq_lens=64",
+                             "--set", "study.modes=full", "--set", "study.datasets=gaussian",
+                             "--set", "model.original_ctx=32", "-o", path], 2, pattern)
+        if digest(path) != was:
+            failed.append(f"{label}: the file changed")
+
+    # a plain run replaces results files and empty files only
+    refused_run("run -o a non-results HDF5 file", plain,
+                r"inputs\.h5: an HDF5 file that is not a ropebench results file.*"
+                r"replaces only a ropebench results file")
+    refused_run("run -o a text file", text, r"notes\.h5: not an HDF5 file; run -o replaces")
+    empty3 = os.path.join(work, "empty3.h5")
+    open(empty3, "w").close()
+    run_small = mpi + ["1", exe, "run", "-q", "--set", "study.seq_lens=64", "--set",
+                       "study.modes=full", "--set", "study.datasets=gaussian", "--set",
+                       "model.original_ctx=32", "--set", "scaling.methods=none", "-o", empty3]
+    expect("run -o an empty file", run_small, 0, None)
+    expect("run -o the results file it wrote (replaced)", run_small, 0, None)
+    with h5py.File(empty3, "r") as f:
+        if f.attrs.get("format") not in (b"ropebench", "ropebench") or \
+                len(f["cases"]) != 1:
+            failed.append(f"run -o an empty file, twice: {dict(f.attrs)}, {list(f)}")
 
     fifo = os.path.join(work, "fifo.h5")
     os.mkfifo(fifo)
