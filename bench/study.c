@@ -469,7 +469,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         pp.attention_factor = c->method_af[mi]; /* this entry's own */
         TRY(rb_rope_schedule(&pp, inv_freq, &info, e, el));
 
-        rb_timing tsum = {0, 0, 0, 0}, t;
+        rb_timing tsum = {0}, t;
         double setup_s = 0, metrics_s = 0;
         rb_case_metrics *cm = NULL;
         if (c->metrics_enabled)

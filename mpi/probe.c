@@ -2,6 +2,8 @@
 #include "rb_mpi.h"
 
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mpi_internal.h"
 
@@ -54,6 +56,201 @@ void rb_mpi_merge_free(MPI_Datatype *type, MPI_Op *op)
         MPI_Type_free(type);
 }
 
+/* rb_probe_balance_plan: contract in rb_mpi.h. */
+int rb_probe_balance_plan(const double *cost, int n, double tol, double *give)
+{
+    if (n <= 0)
+        return 0;
+    memset(give, 0, (size_t)n * (size_t)n * sizeof *give);
+    double total = 0.0, most = 0.0;
+    for (int i = 0; i < n; i++) {
+        total += cost[i];
+        most = cost[i] > most ? cost[i] : most;
+    }
+    if (n < 2 || !(total > 0.0))
+        return 0;
+    const double mean = total / n, eps = 1e-12 * total;
+    if (!(most > mean * (1.0 + tol)))
+        return 0;
+    int moves = 0, s = -1, r = -1;
+    double ex = 0.0, de = 0.0; /* what giver s has left to give, taker r to take */
+    for (;;) {
+        if (ex <= eps) {
+            do
+                s++;
+            while (s < n && !(cost[s] > mean + eps));
+            if (s >= n)
+                break;
+            ex = cost[s] - mean;
+        }
+        if (de <= eps) {
+            do
+                r++;
+            while (r < n && !(cost[r] < mean - eps));
+            if (r >= n)
+                break;
+            de = mean - cost[r];
+        }
+        const double t = ex < de ? ex : de;
+        give[(size_t)s * (size_t)n + (size_t)r] += t;
+        moves++;
+        ex -= t;
+        de -= t;
+    }
+    return moves;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Keys taken from other ranks by probe_balance, and where this rank's own start. */
+typedef struct {
+    int64_t keep0; /* this rank computes its own keys [keep0, nk) */
+    float *k, *v;  /* n keys taken from others (v NULL without v), rank order */
+    int64_t *pos;
+    int64_t n;
+} rb_taken;
+
+static void taken_free(rb_taken *b)
+{
+    free(b->k);
+    free(b->v);
+    free(b->pos);
+    memset(b, 0, sizeof *b);
+}
+
+/* probe_balance: the key exchange of rb_probe_attention (contract there). Every rank
+ * learns every rank's cost and whether it can take part; the plan in cost units
+ * (rb_probe_balance_plan) becomes, on each giver, consecutive ranges of its
+ * lowest-position keys, one per taker in rank order, cut where the running cost comes
+ * nearest the planned amount; then MPI_Alltoall of the key counts and MPI_Alltoallv of
+ * positions, k and (when every rank has it) v. Anything that makes a rank unable to
+ * take part (a setting, unsorted k_pos, an int count that would overflow, memory, v
+ * given on some ranks only) makes
+ * every rank skip the exchange: *b then holds keep0 = 0 and nothing taken, and the
+ * call still succeeds. RB_EMPI (message in err) if MPI fails. Collective. */
+static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_pos, int64_t nq,
+                         const float *k, const float *v, const int64_t *k_pos, int64_t nk,
+                         int d, rb_taken *b, char *err, size_t errlen)
+{
+    int rc = RB_OK, mrc;
+    const size_t n = (size_t)nranks;
+    int64_t *qs = NULL;
+    double *all = NULL, *give = NULL;
+    int *cnt = NULL; /* 8 arrays of n: send/recv keys, displs, floats, float displs */
+    memset(b, 0, sizeof *b);
+
+    const char *env = getenv("ROPEBENCH_PROBE_BALANCE");
+    int usable = !(env && strcmp(env, "0") == 0) && (int64_t)d * nk <= INT_MAX;
+    for (int64_t i = 1; i < nk && usable; i++)
+        usable = k_pos[i] >= k_pos[i - 1];
+    qs = nq > 0 ? malloc((size_t)nq * sizeof *qs) : NULL;
+    all = malloc(n * sizeof *all);
+    give = malloc(n * n * sizeof *give);
+    cnt = malloc(8 * n * sizeof *cnt);
+    if ((nq > 0 && !qs) || !all || !give || !cnt)
+        usable = 0;
+    double cost = 0.0;
+    if (usable) {
+        memcpy(qs, q_pos, (size_t)nq * sizeof *qs);
+        qsort(qs, (size_t)nq, sizeof *qs, cmp_i64);
+        for (int64_t i = 0, j = 0; i < nk; i++) {
+            while (j < nq && qs[j] < k_pos[i])
+                j++;
+            cost += (double)(nq - j) + RB_PROBE_KEY_COST;
+        }
+    }
+    /* first whether every rank can take part (and has v), then the costs */
+    int mine[3] = {usable, v != NULL, -(v != NULL)}, every[3] = {0, 0, 0};
+    if ((mrc = MPI_Allreduce(mine, every, 3, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allreduce");
+        goto cleanup;
+    }
+    if (!every[0] || every[1] != -every[2]) /* v on some ranks only: leave it alone */
+        goto cleanup;
+    const int with_v = every[1];
+    if ((mrc = MPI_Allgather(&cost, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, comm)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allgather");
+        goto cleanup;
+    }
+    if (rb_probe_balance_plan(all, nranks, RB_PROBE_BALANCE_TOL, give) == 0)
+        goto cleanup;
+
+    int *sk = cnt, *rk = cnt + n, *sd = cnt + 2 * n, *rd = cnt + 3 * n;
+    int *sf = cnt + 4 * n, *rf = cnt + 5 * n, *sfd = cnt + 6 * n, *rfd = cnt + 7 * n;
+    int64_t cur = 0, j = 0;
+    double run = 0.0, target = 0.0;
+    for (size_t r = 0; r < n; r++) {
+        sd[r] = (int)cur;
+        target += give[(size_t)rank * n + r];
+        const int64_t from = cur;
+        while (cur < nk) {
+            while (j < nq && qs[j] < k_pos[cur])
+                j++;
+            const double c = (double)(nq - j) + RB_PROBE_KEY_COST;
+            if (!(run + 0.5 * c < target))
+                break;
+            run += c;
+            cur++;
+        }
+        sk[r] = (int)(cur - from);
+    }
+    if ((mrc = MPI_Alltoall(sk, 1, MPI_INT, rk, 1, MPI_INT, comm)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Alltoall");
+        goto cleanup;
+    }
+    int64_t taken = 0;
+    for (size_t r = 0; r < n; r++) {
+        rd[r] = (int)taken;
+        taken += rk[r];
+    }
+    int ok = (int64_t)d * taken <= INT_MAX;
+    if (ok && taken > 0) {
+        b->pos = malloc((size_t)taken * sizeof *b->pos);
+        b->k = malloc((size_t)taken * (size_t)d * sizeof *b->k);
+        b->v = with_v ? malloc((size_t)taken * (size_t)d * sizeof *b->v) : NULL;
+        ok = b->pos && b->k && (!with_v || b->v);
+    }
+    int every_ok = 0;
+    if ((mrc = MPI_Allreduce(&ok, &every_ok, 1, MPI_INT, MPI_LAND, comm)) != MPI_SUCCESS) {
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allreduce");
+        goto cleanup;
+    }
+    if (!every_ok) {
+        taken_free(b);
+        goto cleanup;
+    }
+    for (size_t r = 0; r < n; r++) {
+        sf[r] = sk[r] * d;
+        sfd[r] = sd[r] * d;
+        rf[r] = rk[r] * d;
+        rfd[r] = rd[r] * d;
+    }
+    if ((mrc = MPI_Alltoallv(k_pos, sk, sd, MPI_INT64_T, b->pos, rk, rd, MPI_INT64_T, comm)) !=
+            MPI_SUCCESS ||
+        (mrc = MPI_Alltoallv(k, sf, sfd, MPI_FLOAT, b->k, rf, rfd, MPI_FLOAT, comm)) !=
+            MPI_SUCCESS ||
+        (with_v &&
+         (mrc = MPI_Alltoallv(v, sf, sfd, MPI_FLOAT, b->v, rf, rfd, MPI_FLOAT, comm)) !=
+             MPI_SUCCESS)) {
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Alltoallv");
+        taken_free(b);
+        goto cleanup;
+    }
+    b->keep0 = cur;
+    b->n = taken;
+
+cleanup:
+    free(qs);
+    free(all);
+    free(give);
+    free(cnt);
+    return rc;
+}
+
 /* Contract in rb_mpi.h. Additionally: argument errors on any rank, or ranks passing
  * different nq or a different root, make every rank return RB_EINVAL before any
  * reduction; a tile kernel failure on one rank still takes part in the reduction and
@@ -66,9 +263,10 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        size_t errlen)
 {
     double t_start = MPI_Wtime();
-    rb_timing tm = {0, 0, 0, 0};
+    rb_timing tm = {0};
     MPI_Datatype type = MPI_DATATYPE_NULL;
     MPI_Op op = MPI_OP_NULL;
+    rb_taken taken = {0};
     int rc = RB_OK, mrc, rank = 0, nranks = 1;
 
     if ((mrc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
@@ -119,12 +317,30 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
     if ((rc = rb_mpi_agree(comm, cr, "probe attention: merge op", err, errlen)) < 0)
         goto cleanup;
 
-    /* Partial states of every probe row against this rank's keys. */
+    /* Even out the work: keys from the ranks with the most to those with the least. */
+    double b0 = MPI_Wtime();
+    if (nranks > 1 &&
+        (rc = probe_balance(comm, rank, nranks, q_pos, nq, k, v, k_pos, nk, d, &taken, err,
+                            errlen)) < 0)
+        goto cleanup;
+    tm.comm_wait_s += MPI_Wtime() - b0;
+    tm.keys_sent = taken.keep0;
+    tm.keys_received = taken.n;
+
+    /* Partial states of every probe row against the keys this rank computes: its own
+     * from keep0 on, then those it took. */
     int tile_rc = RB_OK;
     rb_state_init(state, nq, d);
-    if (nq > 0 && nk > 0) {
+    const int64_t own = nk - taken.keep0;
+    if (nq > 0 && (own > 0 || taken.n > 0)) {
         double c0 = MPI_Wtime();
-        int trc = ops->tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
+        const size_t o = (size_t)taken.keep0 * (size_t)d;
+        int trc = own > 0 ? ops->tile(q, q_pos, nq, k + o, v ? v + o : NULL,
+                                      k_pos + taken.keep0, own, d, scale, state)
+                          : RB_OK;
+        if (trc >= 0 && taken.n > 0)
+            trc = ops->tile(q, q_pos, nq, taken.k, taken.v, taken.pos, taken.n, d, scale,
+                            state);
         tm.compute_s = MPI_Wtime() - c0;
         if (trc < 0) {
             tile_rc = rb_errf(err, errlen, trc,
@@ -150,11 +366,12 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
     }
     double reduce_s = MPI_Wtime() - r0;
     tm.merge_s = merge_op_seconds;
-    tm.comm_wait_s = reduce_s > tm.merge_s ? reduce_s - tm.merge_s : 0.0;
+    tm.comm_wait_s += reduce_s > tm.merge_s ? reduce_s - tm.merge_s : 0.0;
     rc = rb_mpi_agree(comm, tile_rc, "probe attention: tile kernel", err, errlen);
 
 cleanup:
     rb_mpi_merge_free(&type, &op);
+    taken_free(&taken);
     tm.total_s = MPI_Wtime() - t_start;
     if (t)
         *t = tm;

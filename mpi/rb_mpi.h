@@ -67,6 +67,8 @@ typedef struct {
     double comm_wait_s; /* blocked in sends/receives/reductions */
     double merge_s;     /* merging row states */
     double total_s;     /* wall time of the whole call */
+    int64_t keys_sent;  /* probe: keys this rank handed to others to even out the work */
+    int64_t keys_received; /* probe: keys it took from others (ring: both 0) */
 } rb_timing;
 
 /* Optional progress callback: called on every rank after each ring step / reduction
@@ -92,12 +94,37 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
  * the states are combined on `root` by MPI_Reduce with the merge MPI_Op. On root,
  * state (nq * RB_STATE_STRIDE(d) doubles) receives the exact row states; on other
  * ranks it is scratch. v may be NULL where ops->v_optional: lse and entropy only
- * (the states' outputs are then unspecified). Collective. */
+ * (the states' outputs are then unspecified). Collective.
+ *
+ * Work is evened out first: a key at position p costs the probe rows at or after p
+ * (its visible pairs) plus RB_PROBE_KEY_COST (its stream), and with log-spaced probe
+ * rows the ranks holding the low positions (rank 0 under zigzag and contiguous) carry
+ * far more than the mean (1.2x at 2 ranks, 1.7x at 8 and 2.5x at 64, 512 rows at 1M
+ * keys, zigzag). When the largest cost exceeds the mean by more than
+ * RB_PROBE_BALANCE_TOL, ranks above the mean hand their lowest-position keys (k, v
+ * and positions) to ranks below it (rb_probe_balance_plan), and each rank computes
+ * its remaining keys and the ones it took. Only the summation order changes. It is
+ * skipped when a rank's k_pos are not ascending, when a count would overflow an MPI
+ * int, or with ROPEBENCH_PROBE_BALANCE=0 on any rank; t->keys_sent and
+ * t->keys_received say what moved. */
 int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                        const float *v, const int64_t *k_pos, int64_t nk, int d,
                        double scale, double *state, rb_timing *t, char *err,
                        size_t errlen);
+
+/* rb_probe_balance_plan: the transfers that even out per-rank costs cost[0..n), in
+ * cost units, into give[n * n] (give[s * n + r]: what rank s hands to rank r; 0
+ * elsewhere). Ranks above the mean give their excess to ranks below it, givers and
+ * takers matched in rank order, so every rank computes the same plan from the same
+ * costs. Nothing moves (all 0) when n < 2, the total is not positive, or the largest
+ * cost is within tol (a fraction) of the mean. Returns the number of nonzero
+ * transfers. Pure. */
+int rb_probe_balance_plan(const double *cost, int n, double tol, double *give);
+
+/* Cost model and threshold of the probe balance (rb_probe_attention). */
+#define RB_PROBE_KEY_COST 16
+#define RB_PROBE_BALANCE_TOL 0.02
 
 /* Create the MPI datatype of one row state (RB_STATE_STRIDE(d) doubles, contiguous)
  * and the commutative merge MPI_Op that applies rb_state_merge; free both with

@@ -53,7 +53,7 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
                       void *progress_user, char *err, size_t errlen)
 {
     double t_start = MPI_Wtime();
-    rb_timing tm = {0, 0, 0, 0};
+    rb_timing tm = {0};
     ring_block blk[2] = {{0}, {0}};
     double *fresh = NULL;
     int rc = RB_OK, mrc, rank = 0, nranks = 1;

@@ -16,6 +16,7 @@ static int rank, nranks;
 static int n_pass, n_fail;   /* rank 0's counts */
 static double max_stat_err, max_out_err;
 static int rows_failed; /* failing rows printed so far (at most 20) */
+static long long keys_moved; /* probe keys handed between ranks by the balance, all cases */
 
 /* The error metric of this test: |x - ref| / max(|ref|, 1). */
 static double rel_err(double x, double ref)
@@ -206,7 +207,18 @@ static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int hea
     if (qrc != RB_OK)
         printf("FAIL probe layout %s ranks %d rank %d: rc %d: %s\n", ln, nranks, rank, qrc, err);
     local_ok = qrc == RB_OK && prc == RB_OK && tm.total_s >= tm.compute_s && tm.merge_s >= 0 &&
-               tm.comm_wait_s >= 0;
+               tm.comm_wait_s >= 0 && tm.keys_sent >= 0 && tm.keys_received >= 0 &&
+               tm.keys_sent <= n;
+    /* what the balance moved: every key sent is received once */
+    long long mv[2] = {tm.keys_sent, tm.keys_received}, mvs[2] = {0, 0};
+    MPI_Allreduce(mv, mvs, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (mvs[0] != mvs[1]) {
+        if (rank == 0)
+            printf("FAIL probe layout %s ranks %d: %lld keys sent, %lld received\n", ln, nranks,
+                   mvs[0], mvs[1]);
+        local_ok = 0;
+    }
+    keys_moved += mvs[0];
     /* Root sends its finished rows to rank 0, which holds the reference. */
     double *prow = malloc((size_t)np * rowlen * sizeof *prow);
     if (rank == root)
@@ -258,6 +270,71 @@ static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int hea
     free(rout);
 }
 
+/* rb_probe_balance_plan against its contract, on rank 0: fixed cases, then random
+ * costs whose balanced result (cost - given + taken) must be the mean on every rank
+ * (1e-9 relative), with only ranks above the mean giving and only ranks below taking. */
+static void check_balance_plan(void)
+{
+    if (rank != 0)
+        return;
+    int bad = 0;
+    double give[64 * 64];
+    const struct {
+        int n;
+        double cost[4], want[16]; /* want[s * n + r] */
+    } fixed[] = {
+        {2, {3, 1}, {0, 1, 0, 0}},
+        {3, {1, 1, 1}, {0}},
+        {2, {1.01, 0.99}, {0}}, /* within the 2 % tolerance: nothing moves */
+        {4, {10, 0, 0, 2}, {0, 3, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {4, {5, 1, 5, 1}, {0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}},
+        {1, {7}, {0}},
+        {3, {0, 0, 0}, {0}},
+    };
+    for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++) {
+        const int n = fixed[f].n;
+        rb_probe_balance_plan(fixed[f].cost, n, RB_PROBE_BALANCE_TOL, give);
+        for (int i = 0; i < n * n; i++)
+            if (fabs(give[i] - fixed[f].want[i]) > 1e-12) {
+                printf("FAIL balance plan, fixed case %zu: give[%d -> %d] = %g, want %g\n", f,
+                       i / n, i % n, give[i], fixed[f].want[i]);
+                bad = 1;
+            }
+    }
+    unsigned long long x = 88172645463325252ull;
+    for (int t = 0; t < 2000 && !bad; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const int n = 2 + (int)(x % 63);
+        double cost[64], total = 0;
+        for (int i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            cost[i] = (double)(x % 1000000) * (t % 3 == 0 ? 1e-3 : 1.0) + (i == 0 ? 5e5 : 0);
+            total += cost[i];
+        }
+        const double mean = total / n;
+        int moved = rb_probe_balance_plan(cost, n, RB_PROBE_BALANCE_TOL, give);
+        for (int s = 0; s < n && !bad; s++) {
+            double out = 0, in = 0;
+            for (int r = 0; r < n; r++) {
+                out += give[s * n + r];
+                in += give[r * n + s];
+                if (give[s * n + r] < 0 || (give[s * n + r] > 0 && !(cost[s] > mean &&
+                                                                     cost[r] < mean)))
+                    bad = 1;
+            }
+            const double after = cost[s] - out + in;
+            if (moved && fabs(after - mean) > 1e-9 * (mean > 1 ? mean : 1))
+                bad = 1;
+            if (bad)
+                printf("FAIL balance plan, random case %d (n %d): rank %d cost %.9g gives %.9g "
+                       "takes %.9g, ends at %.9g against the mean %.9g\n", t, n, s, cost[s], out,
+                       in, after, mean);
+        }
+    }
+    printf("%s balance plan: fixed cases and 2000 random ones\n", bad ? "FAIL" : "ok  ");
+    bad ? n_fail++ : n_pass++;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -282,19 +359,34 @@ int main(int argc, char **argv)
     const int64_t lens[] = {96, 120};
     const int heads[] = {0, 3};
     const double scales[] = {1.0 / sqrt((double)d), 4.0 / sqrt((double)d)};
-    for (int li = 0; li < 3; li++)
-        for (int Li = 0; Li < 2; Li++) {
-            char err[256];
-            if (rb_shard_check(layouts[li], lens[Li], nranks, err, sizeof err) != RB_OK) {
-                if (rank == 0)
-                    printf("skip %s\n", err);
-                continue;
+    /* pass 0 with the probe balance (rb_probe_attention moves keys from the ranks with
+     * the most visible pairs: on 2 or more ranks some case must move some), pass 1
+     * (2 or more ranks) with ROPEBENCH_PROBE_BALANCE=0 (nothing may move) */
+    for (int pass = 0; pass < (nranks > 1 ? 2 : 1); pass++) {
+        setenv("ROPEBENCH_PROBE_BALANCE", pass ? "0" : "1", 1);
+        keys_moved = 0;
+        for (int li = 0; li < 3; li++)
+            for (int Li = 0; Li < 2; Li++) {
+                char err[256];
+                if (rb_shard_check(layouts[li], lens[Li], nranks, err, sizeof err) != RB_OK) {
+                    if (rank == 0 && pass == 0)
+                        printf("skip %s\n", err);
+                    continue;
+                }
+                for (int hi = 0; hi < 2; hi++)
+                    for (int si = 0; si < 2; si++)
+                        run_case(layouts[li], lens[Li], &ds, heads[hi], inv_freq, scales[si],
+                                 (hi + si) % nranks == 0 ? 0 : nranks - 1);
             }
-            for (int hi = 0; hi < 2; hi++)
-                for (int si = 0; si < 2; si++)
-                    run_case(layouts[li], lens[Li], &ds, heads[hi], inv_freq, scales[si],
-                             (hi + si) % nranks == 0 ? 0 : nranks - 1);
+        if (rank == 0) {
+            const int ok = pass == 0 ? (nranks == 1) == (keys_moved == 0) : keys_moved == 0;
+            printf("%s probe balance %s: %lld keys moved over all cases\n", ok ? "ok  " : "FAIL",
+                   pass ? "off" : "on", keys_moved);
+            ok ? n_pass++ : n_fail++;
         }
+    }
+    unsetenv("ROPEBENCH_PROBE_BALANCE");
+    check_balance_plan();
 
     /* Bad arguments: every rank must return RB_EINVAL together (no hang, no crash). */
     {
