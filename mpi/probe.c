@@ -57,17 +57,17 @@ void rb_mpi_merge_free(MPI_Datatype *type, MPI_Op *op)
 }
 
 /* rb_probe_balance_plan: contract in rb_mpi.h. */
-int rb_probe_balance_plan(const double *cost, int n, double tol, double *give)
+int rb_probe_balance_plan(const double *cost, int n, double tol, int from, double *give)
 {
     if (n <= 0)
         return 0;
-    memset(give, 0, (size_t)n * (size_t)n * sizeof *give);
+    memset(give, 0, (size_t)n * sizeof *give);
     double total = 0.0, most = 0.0;
     for (int i = 0; i < n; i++) {
         total += cost[i];
         most = cost[i] > most ? cost[i] : most;
     }
-    if (n < 2 || !(total > 0.0))
+    if (n < 2 || !(total > 0.0) || from < 0 || from >= n)
         return 0;
     const double mean = total / n, eps = 1e-12 * total;
     if (!(most > mean * (1.0 + tol)))
@@ -79,8 +79,8 @@ int rb_probe_balance_plan(const double *cost, int n, double tol, double *give)
             do
                 s++;
             while (s < n && !(cost[s] > mean + eps));
-            if (s >= n)
-                break;
+            if (s >= n || s > from)
+                break; /* the givers after `from` do not change its row */
             ex = cost[s] - mean;
         }
         if (de <= eps) {
@@ -92,8 +92,10 @@ int rb_probe_balance_plan(const double *cost, int n, double tol, double *give)
             de = mean - cost[r];
         }
         const double t = ex < de ? ex : de;
-        give[(size_t)s * (size_t)n + (size_t)r] += t;
-        moves++;
+        if (s == from) {
+            give[r] += t;
+            moves++;
+        }
         ex -= t;
         de -= t;
     }
@@ -144,12 +146,12 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
     memset(b, 0, sizeof *b);
 
     const char *env = getenv("ROPEBENCH_PROBE_BALANCE");
-    int usable = !(env && strcmp(env, "0") == 0) && (int64_t)d * nk <= INT_MAX;
+    int usable = nq > 0 && !(env && strcmp(env, "0") == 0) && (int64_t)d * nk <= INT_MAX;
     for (int64_t i = 1; i < nk && usable; i++)
         usable = k_pos[i] >= k_pos[i - 1];
     qs = nq > 0 ? malloc((size_t)nq * sizeof *qs) : NULL;
     all = malloc(n * sizeof *all);
-    give = malloc(n * n * sizeof *give);
+    give = malloc(n * sizeof *give);
     cnt = malloc(8 * n * sizeof *cnt);
     if ((nq > 0 && !qs) || !all || !give || !cnt)
         usable = 0;
@@ -163,8 +165,11 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
             cost += (double)(nq - j) + RB_PROBE_KEY_COST;
         }
     }
-    /* first whether every rank can take part (and has v), then the costs */
-    int mine[3] = {usable, v != NULL, -(v != NULL)}, every[3] = {0, 0, 0};
+    /* first whether every rank can take part and whether the ranks with keys all have
+     * v or all have none (a rank without keys may pass v NULL either way), then the
+     * costs */
+    int mine[3] = {usable, nk > 0 ? v != NULL : 1, nk > 0 ? -(v != NULL) : 0};
+    int every[3] = {0, 0, 0};
     if ((mrc = MPI_Allreduce(mine, every, 3, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
         rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allreduce");
         goto cleanup;
@@ -176,8 +181,15 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
         rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allgather");
         goto cleanup;
     }
-    if (rb_probe_balance_plan(all, nranks, RB_PROBE_BALANCE_TOL, give) == 0)
+    /* does anything move at all (the plan's own test, the same on every rank)? */
+    double total = 0.0, most = 0.0;
+    for (size_t r = 0; r < n; r++) {
+        total += all[r];
+        most = all[r] > most ? all[r] : most;
+    }
+    if (!(total > 0.0) || !(most > total / nranks * (1.0 + RB_PROBE_BALANCE_TOL)))
         goto cleanup;
+    rb_probe_balance_plan(all, nranks, RB_PROBE_BALANCE_TOL, rank, give); /* my row */
 
     int *sk = cnt, *rk = cnt + n, *sd = cnt + 2 * n, *rd = cnt + 3 * n;
     int *sf = cnt + 4 * n, *rf = cnt + 5 * n, *sfd = cnt + 6 * n, *rfd = cnt + 7 * n;
@@ -185,7 +197,7 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
     double run = 0.0, target = 0.0;
     for (size_t r = 0; r < n; r++) {
         sd[r] = (int)cur;
-        target += give[(size_t)rank * n + r];
+        target += give[r];
         const int64_t from = cur;
         while (cur < nk) {
             while (j < nq && qs[j] < k_pos[cur])
@@ -209,9 +221,11 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
     }
     int ok = (int64_t)d * taken <= INT_MAX;
     if (ok && taken > 0) {
+        /* 64-byte aligned, as the study's own rows: the fp32 kernel reads aligned
+         * key and value rows in place */
         b->pos = malloc((size_t)taken * sizeof *b->pos);
-        b->k = malloc((size_t)taken * (size_t)d * sizeof *b->k);
-        b->v = with_v ? malloc((size_t)taken * (size_t)d * sizeof *b->v) : NULL;
+        b->k = rb_kernels_alloc((size_t)taken * (size_t)d * sizeof *b->k);
+        b->v = with_v ? rb_kernels_alloc((size_t)taken * (size_t)d * sizeof *b->v) : NULL;
         ok = b->pos && b->k && (!with_v || b->v);
     }
     int every_ok = 0;
@@ -254,8 +268,9 @@ cleanup:
 /* Contract in rb_mpi.h. Additionally: argument errors on any rank, or ranks passing
  * different nq or a different root, make every rank return RB_EINVAL before any
  * reduction; a tile kernel failure on one rank still takes part in the reduction and
- * then every rank returns that code. Timing: compute = tile kernel, merge = time in
- * the merge op on this rank, comm wait = the rest of MPI_Reduce. t may be NULL. */
+ * then every rank returns that code. Timing: compute = tile kernels, merge = time in
+ * the merge op on this rank, comm wait = the key balance (its cost pass and exchange)
+ * and the rest of MPI_Reduce. t may be NULL. */
 int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                        const float *v, const int64_t *k_pos, int64_t nk, int d,

@@ -99,28 +99,30 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
  * Work is evened out first: a key at position p costs the probe rows at or after p
  * (its visible pairs) plus RB_PROBE_KEY_COST (its stream), and with log-spaced probe
  * rows the ranks holding the low positions (rank 0 under zigzag and contiguous) carry
- * far more than the mean (1.2x at 2 ranks, 1.7x at 8 and 2.5x at 64, 512 rows at 1M
- * keys, zigzag). When the largest cost exceeds the mean by more than
+ * far more than the mean (1.18x at 2 ranks, 1.63x at 8 and 2.35x at 64: the default
+ * study's 512 probe rows at 1M keys, zigzag). When the largest cost exceeds the mean by
+ * more than
  * RB_PROBE_BALANCE_TOL, ranks above the mean hand their lowest-position keys (k, v
  * and positions) to ranks below it (rb_probe_balance_plan), and each rank computes
  * its remaining keys and the ones it took. Only the summation order changes. It is
- * skipped when a rank's k_pos are not ascending, when a count would overflow an MPI
- * int, or with ROPEBENCH_PROBE_BALANCE=0 on any rank; t->keys_sent and
- * t->keys_received say what moved. */
+ * skipped when nq = 0, when a rank's k_pos are not ascending, when a count would
+ * overflow an MPI int, when some ranks with keys pass v and others NULL, when memory
+ * runs out, or with ROPEBENCH_PROBE_BALANCE=0 on any rank; t->keys_sent and
+ * t->keys_received say what moved, and the exchange's time is in t->comm_wait_s. */
 int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                        const float *v, const int64_t *k_pos, int64_t nk, int d,
                        double scale, double *state, rb_timing *t, char *err,
                        size_t errlen);
 
-/* rb_probe_balance_plan: the transfers that even out per-rank costs cost[0..n), in
- * cost units, into give[n * n] (give[s * n + r]: what rank s hands to rank r; 0
- * elsewhere). Ranks above the mean give their excess to ranks below it, givers and
- * takers matched in rank order, so every rank computes the same plan from the same
- * costs. Nothing moves (all 0) when n < 2, the total is not positive, or the largest
- * cost is within tol (a fraction) of the mean. Returns the number of nonzero
- * transfers. Pure. */
-int rb_probe_balance_plan(const double *cost, int n, double tol, double *give);
+/* rb_probe_balance_plan: rank `from`'s row of the transfers that even out per-rank
+ * costs cost[0..n), in cost units, into give[n] (give[r]: what `from` hands to rank
+ * r). Ranks above the mean give their excess to ranks below it, givers and takers
+ * matched in rank order, so every rank computes the same plan from the same costs;
+ * O(n) time and memory for one row. All 0 when n < 2, `from` is outside [0, n), the
+ * total is not positive, the largest cost is within tol (a fraction) of the mean, or
+ * `from` is not above the mean. Returns the number of nonzero entries. Pure. */
+int rb_probe_balance_plan(const double *cost, int n, double tol, int from, double *give);
 
 /* Cost model and threshold of the probe balance (rb_probe_attention). */
 #define RB_PROBE_KEY_COST 16

@@ -293,7 +293,8 @@ static void check_balance_plan(void)
     };
     for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++) {
         const int n = fixed[f].n;
-        rb_probe_balance_plan(fixed[f].cost, n, RB_PROBE_BALANCE_TOL, give);
+        for (int g = 0; g < n; g++)
+            rb_probe_balance_plan(fixed[f].cost, n, RB_PROBE_BALANCE_TOL, g, give + g * n);
         for (int i = 0; i < n * n; i++)
             if (fabs(give[i] - fixed[f].want[i]) > 1e-12) {
                 printf("FAIL balance plan, fixed case %zu: give[%d -> %d] = %g, want %g\n", f,
@@ -312,7 +313,9 @@ static void check_balance_plan(void)
             total += cost[i];
         }
         const double mean = total / n;
-        int moved = rb_probe_balance_plan(cost, n, RB_PROBE_BALANCE_TOL, give);
+        int moved = 0;
+        for (int g = 0; g < n; g++)
+            moved += rb_probe_balance_plan(cost, n, RB_PROBE_BALANCE_TOL, g, give + g * n);
         for (int s = 0; s < n && !bad; s++) {
             double out = 0, in = 0;
             for (int r = 0; r < n; r++) {
@@ -333,6 +336,82 @@ static void check_balance_plan(void)
     }
     printf("%s balance plan: fixed cases and 2000 random ones\n", bad ? "FAIL" : "ok  ");
     bad ? n_fail++ : n_pass++;
+}
+
+/* Edge cases of the probe balance: no probe rows (nothing to balance: RB_OK, nothing
+ * moved) and every key on rank 0, the other ranks passing no keys and NULL k, v and
+ * positions (they are the best takers: keys must move when N >= 2, and the rows must
+ * still equal the single-process reference). */
+static void check_balance_edges(const rb_dataset *ds, const double *inv_freq)
+{
+    const int d = ds->head_dim;
+    const int64_t L = 96;
+    const double scale = 1.0 / sqrt((double)d);
+    const size_t sd = RB_STATE_STRIDE(d);
+    const rb_kernel_ops ops = {.name = "ref", .tile = rb_attn_tile_ref, .dtype = "fp32", .rope = rb_rope_apply};
+    const int64_t probes[] = {0, 3, 17, 40, 95, 95};
+    const int np = (int)(sizeof probes / sizeof probes[0]);
+    int64_t *pos = malloc((size_t)L * sizeof *pos);
+    float *k = malloc((size_t)L * d * sizeof *k), *v = malloc((size_t)L * d * sizeof *v);
+    float *pq = malloc((size_t)np * d * sizeof *pq);
+    double *st = malloc((size_t)np * sd * sizeof *st);
+    double *rlse = malloc((size_t)L * sizeof *rlse), *rent = malloc((size_t)L * sizeof *rent),
+           *rout = malloc((size_t)L * d * sizeof *rout);
+    char err[256];
+    for (int64_t i = 0; i < L; i++)
+        pos[i] = i;
+    int rc = make_rows(ds, RB_TENSOR_K, 0, pos, L, inv_freq, k) |
+             make_rows(ds, RB_TENSOR_V, 0, pos, L, inv_freq, v) |
+             make_rows(ds, RB_TENSOR_Q, 0, probes, np, inv_freq, pq) |
+             reference(ds, 0, L, inv_freq, scale, rlse, rent, rout);
+    const int64_t nk = rank == 0 ? L : 0;
+    rb_timing tm;
+    /* no probe rows */
+    int a = rb_probe_attention(MPI_COMM_WORLD, 0, &ops, NULL, NULL, 0, k, v, pos, L, d, scale,
+                               NULL, &tm, err, sizeof err);
+    int ok = rc == RB_OK && a == RB_OK && tm.keys_sent == 0 && tm.keys_received == 0;
+    if (!ok)
+        printf("FAIL probe balance, no rows, rank %d: rc %d, sent %lld, received %lld: %s\n",
+               rank, a, (long long)tm.keys_sent, (long long)tm.keys_received, err);
+    /* every key on rank 0 */
+    int b = rb_probe_attention(MPI_COMM_WORLD, 0, &ops, pq, probes, np, nk ? k : NULL,
+                               nk ? v : NULL, nk ? pos : NULL, nk, d, scale, st, &tm, err,
+                               sizeof err);
+    if (b != RB_OK) {
+        printf("FAIL probe balance, keys on rank 0 only, rank %d: rc %d: %s\n", rank, b, err);
+        ok = 0;
+    }
+    long long moved = tm.keys_received, all_moved = 0;
+    MPI_Allreduce(&moved, &all_moved, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && b == RB_OK) {
+        for (int i = 0; i < np; i++) {
+            double row[2 + 256]; /* lse, entropy, out[d] (d <= 256 here) */
+            rb_state_finalize(st + (size_t)i * sd, 1, d, &row[0], &row[1], &row[2]);
+            ok &= compare_row("probe", "rank-0-only", L, 0, scale, probes[i], row[0], row[1],
+                              row + 2, rlse[probes[i]], rent[probes[i]],
+                              rout + (size_t)probes[i] * d, d);
+        }
+        if ((nranks > 1) != (all_moved > 0)) {
+            printf("FAIL probe balance, keys on rank 0 only: %lld keys moved on %d ranks\n",
+                   all_moved, nranks);
+            ok = 0;
+        }
+    }
+    int all_ok = 0;
+    MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("%s probe balance edges: no rows; every key on rank 0 (%lld keys moved)\n",
+               all_ok ? "ok  " : "FAIL", all_moved);
+        all_ok ? n_pass++ : n_fail++;
+    }
+    free(pos);
+    free(k);
+    free(v);
+    free(pq);
+    free(st);
+    free(rlse);
+    free(rent);
+    free(rout);
 }
 
 int main(int argc, char **argv)
@@ -387,6 +466,7 @@ int main(int argc, char **argv)
     }
     unsetenv("ROPEBENCH_PROBE_BALANCE");
     check_balance_plan();
+    check_balance_edges(&ds, inv_freq);
 
     /* Bad arguments: every rank must return RB_EINVAL together (no hang, no crash). */
     {
