@@ -2,12 +2,14 @@
  * and RoPE application of every built kernel, each given as a fraction of the FMA peak
  * and STREAM triad measured in the same run; table, JSON and a /bench results group. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -430,6 +432,41 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
         return -1;
     }
     return 0;
+}
+
+/* same_path: whether a and b name the same file: the same device and inode when both
+ * exist, the same directory (after realpath) and name when neither does. */
+static int same_path(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[4096], db[4096], ra[4096], rb[4096];
+    const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
+    snprintf(da, sizeof da, "%.*s", na ? (int)(na - a) + 1 : 1, na ? a : ".");
+    snprintf(db, sizeof db, "%.*s", nb ? (int)(nb - b) + 1 : 1, nb ? b : ".");
+    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) &&
+           !strcmp(na ? na + 1 : a, nb ? nb + 1 : b);
+}
+
+/* bench_check_json: whether --json may write path: not the -o file (out may be NULL),
+ * and not an HDF5 file (a results file or a user's input given as --json by mistake
+ * would be overwritten with JSON). Reads only. RB_OK or an error "--json ...: why". */
+static int bench_check_json(const char *path, const char *out, char *err, size_t el)
+{
+    if (!*path)
+        return rb_errf(err, el, RB_EINVAL, "--json: empty file name");
+    if (out && same_path(path, out))
+        return rb_errf(err, el, RB_EINVAL, "--json %s and -o %s name the same file", path,
+                       out);
+    char e2[256];
+    const int kind = rb_cli_results_file(path, e2, sizeof e2);
+    if (kind == RB_CLI_RESULTS || kind == RB_CLI_FOREIGN_HDF5)
+        return rb_errf(err, el, RB_EINVAL, "--json %s: %s; --json would overwrite it with "
+                       "JSON: choose another name", path,
+                       kind == RB_CLI_RESULTS ? "a ropebench results file" : "an HDF5 file");
+    return RB_OK;
 }
 
 /* bench_check_output: whether -o may take /bench: an existing results file (*exists =
@@ -892,7 +929,8 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    if (o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) {
+    if ((o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) ||
+        (o.json && bench_check_json(o.json, o.out, err, sizeof err) != RB_OK)) {
         fprintf(stderr, "ropebench: bench: %s\n", err); /* before anything is measured */
         code = RB_EXIT_USAGE;
         goto cleanup;
@@ -914,12 +952,18 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
     }
-    /* after -o's checks, so that a refused -o leaves no empty --json file */
-    if (o.json && !(jf = fopen(o.json, "w"))) {
-        fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n", o.json,
-                strerror(errno));
-        code = RB_EXIT_USAGE;
-        goto cleanup;
+    /* after -o's checks, so that a refused -o leaves no empty --json file; opened
+     * without truncating, so that an existing file keeps its content until the rows
+     * are measured (write_json's caller truncates it then) */
+    if (o.json) {
+        const int fd = open(o.json, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0 || !(jf = fdopen(fd, "w"))) {
+            fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n",
+                    o.json, strerror(errno));
+            if (fd >= 0) close(fd);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
     }
     if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
         fprintf(stderr, "ropebench: bench: out of memory\n");
@@ -978,6 +1022,12 @@ int rb_cmd_bench(int argc, char **argv)
             printf("# kernel %s: %s\n", o.kernels[i].name, o.kernels[i].detail);
         print_table(stdout, rl.rows, rl.n);
         fflush(stdout);
+    }
+    if (jf && (fflush(jf) || ftruncate(fileno(jf), 0))) {
+        fprintf(stderr, "ropebench: bench: --json %s: cannot truncate: %s\n", o.json,
+                strerror(errno));
+        code = RB_EXIT_FAIL;
+        goto cleanup;
     }
     if (jf && write_json(o.json, rl.rows, rl.n, &pk, jf)) {
         code = RB_EXIT_FAIL;

@@ -213,8 +213,8 @@ void rb_cli_fsize_hook(void);
 /* rb_cli_fsize_hook_env: the file-size limit of environment variable var (bytes), if
  * set, for this process from here on (rb_cli_fsize_hook takes
  * ROPEBENCH_TEST_FSIZE_LIMIT; bench -o also takes ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE
- * just before it writes, past its checks up front, so that the tests reach the write's
- * own failure). */
+ * just before it writes, past its checks up front, so that the tests reach the room
+ * check of the file's open at the end: exit 1 after measuring). */
 void rb_cli_fsize_hook_env(const char *var);
 
 /* rb_cli_space_hint: after a write to the results file `out` failed, print on stderr one

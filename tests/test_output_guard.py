@@ -7,6 +7,7 @@ refused outputs the file's bytes unchanged):
   after HDF5's end of allocation, which a read-write open would trim)   exit 2, unchanged
   run --resume -o that file                                             exit 2, unchanged
   bench -o a text file                                                     exit 2, unchanged
+  bench --json F -o F, and bench --json that HDF5 file                 exit 2, unchanged
   bench -o an empty file (as mktemp leaves it)       exit 0, a results file with /bench
   run --resume -o that file (no study in it)         exit 2, "holds no study", unchanged
   run --resume -o an empty file                      exit 2, still empty
@@ -90,6 +91,15 @@ def main():
     expect("bench -o a text file", bench + [text], 2, r"notes\.h5: not an HDF5 file")
     if digest(text) != before:
         failed.append("bench -o changed the text file")
+
+    # --json never overwrites the -o file or an HDF5 file
+    both = bench[:-1] + ["--json", plain, "-o", plain]
+    expect("bench --json F -o F", both, 2, r"--json .*inputs\.h5 and -o .*inputs\.h5 name the "
+           r"same file")
+    expect("bench --json an HDF5 file", bench[:-1] + ["--json", plain], 2,
+           r"--json .*inputs\.h5: an HDF5 file; --json would overwrite it")
+    if digest(plain) != plain_digest:
+        failed.append("bench --json changed the HDF5 file")
 
     empty = os.path.join(work, "empty.h5")
     open(empty, "w").close()

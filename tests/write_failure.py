@@ -10,7 +10,8 @@ limit must complete the file equal to an uninterrupted run, REFERENCE, by
 compare_results.py), in a dataset write between two flushes (--dump-inputs of longer
 cases), and before the file is made (no room for its first MiB: exit 2, and no file).
 Also `ropebench bench -o` into an existing results file (with a /bench) that cannot
-grow: refused before anything is measured (exit 2, no --json file) when the room is
+grow: refused before anything is measured (exit 2, an earlier --json file kept as it
+was) when the room is
 not there at the start, exit 1 when it goes while measuring; either way the file still
 opens with its cases and /bench unchanged.
 
@@ -164,8 +165,8 @@ def main():
     # every case and /bench it held.
     for var, want in (("ROPEBENCH_TEST_FSIZE_LIMIT", 2),
                       ("ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE", 1)):
-        if os.path.exists(json_out):
-            os.remove(json_out)
+        with open(json_out, "w") as f:  # an earlier --json file: kept until rows exist
+            f.write('{"earlier": 1}\n')
         env = dict(os.environ, **{var: str(os.path.getsize(target) + 8000)})
         b = subprocess.run(bench + ["--json", json_out], env=env, capture_output=True,
                            text=True, timeout=240)
@@ -175,9 +176,11 @@ def main():
                 "no room" not in blines[0]:
             failed.append(f"bench -o ({var}): exit {b.returncode} (want {want}), "
                           f"{b.stderr[-800:]!r}")
-        if want == 2 and (rows or os.path.exists(json_out)):
+        with open(json_out) as f:
+            json_text = f.read()
+        if want == 2 and (rows or json_text != '{"earlier": 1}\n'):
             failed.append(f"bench -o ({var}): measured before refusing: {len(rows)} rows, "
-                          f"--json written: {os.path.exists(json_out)}")
+                          f"--json file now {json_text[:60]!r}")
         if want == 1 and not rows:
             failed.append(f"bench -o ({var}): no rows measured before the write")
         try:
