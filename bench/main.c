@@ -22,51 +22,64 @@ const char *rb_version_string(void)
     return "ropebench " RB_VERSION " (" RB_GIT_DESCRIBE ", " RB_BUILD_TYPE ")";
 }
 
+/* long_option: the index in opts of the long option that arg ("--name" or
+ * "--name=value") names, by its whole name or an unambiguous prefix; -1 if none, -2 if
+ * the prefix is ambiguous. */
+static int long_option(const char *arg, const struct option *opts)
+{
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    const size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    int exact = -1, first = -1, count = 0;
+    if (n == 0)
+        return -1;
+    for (int i = 0; opts[i].name; i++) {
+        if (strncmp(opts[i].name, name, n) != 0)
+            continue;
+        if (strlen(opts[i].name) == n)
+            exact = i;
+        if (count++ == 0)
+            first = i;
+    }
+    return exact >= 0 ? exact : count == 1 ? first : count > 1 ? -2 : -1;
+}
+
 /* rb_cli_reject: see rb_bench.h. */
 const char *rb_cli_reject(char *const *argv, const struct option *opts, char *buf, size_t len)
 {
+    const char *a = optind >= 1 ? argv[optind - 1] : NULL;
+    const int is_long = a && a[0] == '-' && a[1] == '-' && a[2];
+    /* a long option without an argument given one (--resume=x): it is the argument just
+     * consumed (an argument like it before it would have been rejected first), and
+     * getopt sets optopt to its letter, which a short cluster after it may also hold */
+    if (is_long && strchr(a, '=')) {
+        const int hit = long_option(a, opts);
+        if (hit >= 0 && opts[hit].has_arg == no_argument) {
+            snprintf(buf, len, "option --%s takes no value ('%s')", opts[hit].name, a);
+            return buf;
+        }
+    }
     /* a short option: the cluster it came from is the current argument (optind not yet
-     * past it) or, for the cluster's last letter, the one before; a long option given
-     * a value it does not take (--resume=x) also sets optopt, to its own letter, but
-     * its argument starts with "--" */
+     * past it) or, for the cluster's last letter, the one before */
     for (int back = 0; optopt > 0 && optopt < 128 && isgraph(optopt) && back < 2; back++) {
-        const char *a = argv[optind - back];
-        if (optind - back >= 1 && a && a[0] == '-' && a[1] != '-' && strchr(a + 1, optopt)) {
+        const char *c = argv[optind - back];
+        if (optind - back >= 1 && c && c[0] == '-' && c[1] != '-' && strchr(c + 1, optopt)) {
             snprintf(buf, len, "unknown option '-%c'", optopt);
             return buf;
         }
     }
-    const char *a = argv[optind - 1];
-    if (a && a[0] == '-' && a[1] == '-' && a[2]) {
-        /* a long option: which of opts its name (up to any '=') is, or begins */
+    if (is_long && long_option(a, opts) == -2) {
         const char *name = a + 2, *eq = strchr(name, '=');
         const size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        int exact = -1, first = -1, count = 0;
-        for (int i = 0; opts[i].name; i++) {
-            if (strncmp(opts[i].name, name, n) != 0)
-                continue;
-            if (strlen(opts[i].name) == n)
-                exact = i;
-            if (count++ == 0)
-                first = i;
-        }
-        const int hit = exact >= 0 ? exact : count == 1 ? first : -1;
-        if (hit >= 0 && eq && opts[hit].has_arg == no_argument) {
-            snprintf(buf, len, "option --%s takes no value ('%s')", opts[hit].name, a);
-            return buf;
-        }
-        if (hit < 0 && count > 1) {
-            int k = snprintf(buf, len, "option '%.*s' is ambiguous (", (int)(n + 2), a);
-            for (int i = 0, m = 0; opts[i].name && k >= 0 && (size_t)k < len; i++)
-                if (strncmp(opts[i].name, name, n) == 0)
-                    k += snprintf(buf + k, len - (size_t)k, "%s--%s", m++ ? ", " : "",
-                                  opts[i].name);
-            if (k >= 0 && (size_t)k < len)
-                snprintf(buf + k, len - (size_t)k, ")");
-            return buf;
-        }
+        int k = snprintf(buf, len, "option '%.*s' is ambiguous (", (int)(n + 2), a);
+        for (int i = 0, m = 0; opts[i].name && k >= 0 && (size_t)k < len; i++)
+            if (strncmp(opts[i].name, name, n) == 0)
+                k += snprintf(buf + k, len - (size_t)k, "%s--%s", m++ ? ", " : "",
+                              opts[i].name);
+        if (k >= 0 && (size_t)k < len)
+            snprintf(buf + k, len - (size_t)k, ")");
+        return buf;
     }
-    snprintf(buf, len, "unknown option '%s'", a);
+    snprintf(buf, len, "unknown option '%s'", a ? a : "?");
     return buf;
 }
 

@@ -900,7 +900,12 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
                        "%s): it would be overwritten", out, c->file_path);
     if (resume)
         return RB_OK;
-    const int kind = rb_cli_results_file(out, err, errlen);
+    char why[512];
+    const int kind = rb_cli_results_file(out, why, sizeof why);
+    if (kind < 0)
+        return rb_errf(err, errlen, kind, "-o %s: cannot read it to check that it is a "
+                       "ropebench results file (%s): remove it or choose another name", out,
+                       why);
     if (kind == RB_CLI_NOT_HDF5 || kind == RB_CLI_FOREIGN_HDF5)
         return rb_errf(err, errlen, RB_EFORMAT,
                        "-o %s: %s; run -o replaces only a ropebench results file (or an "
@@ -909,7 +914,7 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
                                 ? "not an HDF5 file"
                                 : "an HDF5 file that is not a ropebench results file (no "
                                   "format = \"ropebench\" attribute)");
-    return kind < 0 ? kind : RB_OK;
+    return RB_OK;
 }
 
 /* ---- the command ---------------------------------------------------------------------- */

@@ -49,6 +49,7 @@ rb_add_test(NAME cli_comments COMMAND ${R} -c ${RB_WORK}/comments.ini --set stud
 set_tests_properties(cli_comments PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 64\n.*path = /data/run #2.h5\n")
 rb_cli_error(long_option_value 2 "run: option --resume takes no value \\('--resume=x'\\)" ${RB_EXE} run --resume=x)
+rb_cli_error(long_value_then_cluster 2 "run: option --quiet takes no value \\('--quiet=1'\\)" ${RB_EXE} run --quiet=1 -q)
 rb_cli_error(long_prefix_value 2 "bench: option --quick takes no value \\('--qu=1'\\)" ${RB_EXE} bench --qu=1)
 rb_cli_error(long_ambiguous 2 "run: option '--d' is ambiguous \\(--dump-inputs, --dry-run\\)" ${RB_EXE} run --d)
 rb_cli_error(report_unknown_option 2 "report: unknown option '--frob' \\(see ropebench report --help\\)" ${RB_EXE} report --frob x.h5)
