@@ -108,6 +108,16 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* key_cost: the balance's price of a key at position p: the sorted probe rows qs[0..nq)
+ * at or after p, plus RB_PROBE_KEY_COST. *j is a cursor into qs that only moves forward,
+ * so ascending positions cost O(nk + nq) in all. */
+static double key_cost(const int64_t *qs, int64_t nq, int64_t p, int64_t *j)
+{
+    while (*j < nq && qs[*j] < p)
+        ++*j;
+    return (double)(nq - *j) + RB_PROBE_KEY_COST;
+}
+
 /* Keys taken from other ranks by probe_balance, and where this rank's own start. */
 typedef struct {
     int64_t keep0; /* this rank computes its own keys [keep0, nk) */
@@ -159,11 +169,8 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
     if (usable) {
         memcpy(qs, q_pos, (size_t)nq * sizeof *qs);
         qsort(qs, (size_t)nq, sizeof *qs, cmp_i64);
-        for (int64_t i = 0, j = 0; i < nk; i++) {
-            while (j < nq && qs[j] < k_pos[i])
-                j++;
-            cost += (double)(nq - j) + RB_PROBE_KEY_COST;
-        }
+        for (int64_t i = 0, j = 0; i < nk; i++)
+            cost += key_cost(qs, nq, k_pos[i], &j);
     }
     /* first whether every rank can take part and whether the ranks with keys all have
      * v or all have none (a rank without keys may pass v NULL either way), then the
@@ -200,9 +207,7 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
         target += give[r];
         const int64_t from = cur;
         while (cur < nk) {
-            while (j < nq && qs[j] < k_pos[cur])
-                j++;
-            const double c = (double)(nq - j) + RB_PROBE_KEY_COST;
+            const double c = key_cost(qs, nq, k_pos[cur], &j);
             if (!(run + 0.5 * c < target))
                 break;
             run += c;
