@@ -434,22 +434,6 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
     return 0;
 }
 
-/* same_path: whether a and b name the same file: the same device and inode when both
- * exist, the same directory (after realpath) and name when neither does. */
-static int same_path(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea || eb)
-        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char da[4096], db[4096], ra[4096], rb[4096];
-    const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
-    snprintf(da, sizeof da, "%.*s", na ? (int)(na - a) + 1 : 1, na ? a : ".");
-    snprintf(db, sizeof db, "%.*s", nb ? (int)(nb - b) + 1 : 1, nb ? b : ".");
-    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) &&
-           !strcmp(na ? na + 1 : a, nb ? nb + 1 : b);
-}
-
 /* bench_check_json: whether --json may write path: not the -o file (out may be NULL),
  * and not an HDF5 file (a results file or a user's input given as --json by mistake
  * would be overwritten with JSON). Reads only. RB_OK or an error "--json ...: why". */
@@ -457,7 +441,7 @@ static int bench_check_json(const char *path, const char *out, char *err, size_t
 {
     if (!*path)
         return rb_errf(err, el, RB_EINVAL, "--json: empty file name");
-    if (out && same_path(path, out))
+    if (out && rb_cli_same_file(path, out))
         return rb_errf(err, el, RB_EINVAL, "--json %s and -o %s name the same file", path,
                        out);
     char e2[256];
@@ -479,10 +463,7 @@ static int bench_check_output(const char *path, int *exists, char *err, size_t e
     if (kind < 0 || kind == RB_CLI_ABSENT || kind == RB_CLI_EMPTY || kind == RB_CLI_RESULTS)
         return kind < 0 ? kind : RB_OK;
     return rb_errf(err, el, RB_EFORMAT, "-o %s: %s; bench -o adds /bench to a results file "
-                   "or creates a new one", path,
-                   kind == RB_CLI_NOT_HDF5 ? "not an HDF5 file"
-                                           : "an HDF5 file that is not a ropebench results "
-                                             "file (no format = \"ropebench\" attribute)");
+                   "or creates a new one", path, rb_cli_refusal(kind));
 }
 
 /* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over

@@ -172,6 +172,30 @@ int rb_cli_parse_count(const char *s, long long *v)
     return 0;
 }
 
+/* rb_cli_refusal: see rb_bench.h. */
+const char *rb_cli_refusal(int kind)
+{
+    return kind == RB_CLI_NOT_HDF5       ? "not an HDF5 file"
+           : kind == RB_CLI_FOREIGN_HDF5 ? "an HDF5 file that is not a ropebench results "
+                                           "file (no format = \"ropebench\" attribute)"
+                                         : "";
+}
+
+/* rb_cli_same_file: see rb_bench.h. */
+int rb_cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    const int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[4096], db[4096], ra[4096], rb[4096];
+    const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
+    snprintf(da, sizeof da, "%.*s", na ? (int)(na - a) + 1 : 1, na ? a : ".");
+    snprintf(db, sizeof db, "%.*s", nb ? (int)(nb - b) + 1 : 1, nb ? b : ".");
+    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) &&
+           !strcmp(na ? na + 1 : a, nb ? nb + 1 : b);
+}
+
 /* rb_cli_results_file: see rb_bench.h. */
 int rb_cli_results_file(const char *path, char *err, size_t errlen)
 {

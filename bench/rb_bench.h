@@ -202,6 +202,16 @@ enum {
 };
 int rb_cli_results_file(const char *path, char *err, size_t errlen);
 
+/* rb_cli_refusal: why a file of kind RB_CLI_NOT_HDF5 or RB_CLI_FOREIGN_HDF5 is refused,
+ * as the commands word it ("not an HDF5 file", "an HDF5 file that is not a ropebench
+ * results file (no format = \"ropebench\" attribute)"); "" for the other kinds. */
+const char *rb_cli_refusal(int kind);
+
+/* rb_cli_same_file: whether paths a and b name the same file: the same device and inode
+ * when both exist (links count), the same directory (after realpath) and name when
+ * neither does; 0 when only one exists. */
+int rb_cli_same_file(const char *a, const char *b);
+
 /* rb_cli_fsize_hook: called by run and bench once MPI is up, before the results file is
  * opened. Ignores SIGXFSZ, so that a file-size limit (ulimit -f) fails a write with
  * EFBIG, reported like any failed write, instead of killing the process in the middle of

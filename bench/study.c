@@ -883,19 +883,17 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
 static int check_output_path(const char *out, const char *cfg_path, const rb_config *c,
                              int resume, char *err, size_t errlen)
 {
-    struct stat so, si;
+    struct stat so;
     int rc = rb_cli_check_output(out, err, errlen);
     if (rc != RB_OK || stat(out, &so) != 0)
         return rc; /* an error, or a new file */
-    if (cfg_path && stat(cfg_path, &si) == 0 && si.st_dev == so.st_dev &&
-        si.st_ino == so.st_ino)
+    if (cfg_path && rb_cli_same_file(cfg_path, out))
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's config file (-c %s): "
                        "it would be overwritten", out, cfg_path);
     int reads_file = 0;
     for (int i = 0; i < c->n_datasets; i++)
         reads_file |= c->datasets[i] == RB_DATA_FILE;
-    if (reads_file && stat(c->file_path, &si) == 0 && si.st_dev == so.st_dev &&
-        si.st_ino == so.st_ino)
+    if (reads_file && rb_cli_same_file(c->file_path, out))
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's input file (file.path = "
                        "%s): it would be overwritten", out, c->file_path);
     if (resume)
@@ -910,10 +908,7 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
         return rb_errf(err, errlen, RB_EFORMAT,
                        "-o %s: %s; run -o replaces only a ropebench results file (or an "
                        "empty file): remove it or choose another name",
-                       out, kind == RB_CLI_NOT_HDF5
-                                ? "not an HDF5 file"
-                                : "an HDF5 file that is not a ropebench results file (no "
-                                  "format = \"ropebench\" attribute)");
+                       out, rb_cli_refusal(kind));
     return RB_OK;
 }
 
