@@ -158,6 +158,22 @@ void rb_metrics_free(rb_case_metrics *m)
     free(m);
 }
 
+/* Row-key pairs of the probe accumulation that keys [0, n) of kp (ascending) bring: for
+ * each key the rows at or after its position (sq: the row positions, sorted); w[i] gets
+ * the running sum up to and including key i. Returns the total. */
+static double visible_pairs(const int64_t *sq, int64_t nq, const int64_t *kp, int64_t n,
+                            double *w)
+{
+    double tot = 0.0;
+    int64_t lo = 0; /* first row at or after kp[i]: only moves forward */
+    for (int64_t i = 0; i < n; i++) {
+        while (lo < nq && sq[lo] < kp[i]) lo++;
+        tot += (double)(nq - lo);
+        w[i] = tot;
+    }
+    return tot;
+}
+
 /* The phase-precision key sample (metric 7): every global position that is a multiple
  * of this stride, ceil(L / precision_keys), so the sample does not depend on the ranks. */
 static int64_t precision_stride(int64_t L, int64_t precision_keys)
@@ -165,28 +181,133 @@ static int64_t precision_stride(int64_t L, int64_t precision_keys)
     return (L + precision_keys - 1) / precision_keys;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* rb_probe_metrics_accumulate over the keys of every rank with the work balanced: with
  * log-spaced probe rows the keys at low positions are seen by far more rows, so under
- * zigzag rank 0 holds more of the row-key pairs. The keys move as for the probe
- * attention (rb_probe_balance_keys: ranks above the mean hand their lowest positions
- * to ranks below it), and every rank accumulates what it kept and what it took (two
- * calls: the accumulators only add, take minima and maxima, so the result differs from
- * the unbalanced one by summation order alone). Collective. */
+ * zigzag rank 0 holds ~1.7x the row-key pairs of rank 1. Each rank counts the pairs its
+ * keys bring; ranks above the mean send their first keys (the lowest positions, the
+ * heaviest) to ranks below it, greedily in rank order, and every rank accumulates what
+ * it kept and what it received (two calls: the accumulators only add, take minima and
+ * maxima, so the result differs from the unbalanced one by summation order alone).
+ * Needs the local positions ascending (every shard layout stores them so); otherwise,
+ * or on one rank, the keys stay where they are. Collective. */
 static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpos,
                                const double *lse, int64_t nq, const float *k,
                                const int64_t *kpos, int64_t nk, int d, double scale,
                                rb_probe_metrics *pm, char *err, size_t errlen)
 {
-    rb_probe_taken t;
-    int rc = rb_probe_balance_keys(comm, qpos, nq, k, NULL, kpos, nk, d, &t, err, errlen);
-    if (rc == RB_OK)
-        rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k + (size_t)t.keep0 * (size_t)d,
-                                         kpos + t.keep0, nk - t.keep0, scale, pm, err,
+    int rank = 0, P = 1, rc = RB_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &P);
+    const size_t nP = (size_t)(P > 0 ? P : 1);
+    int64_t *sq = NULL, *cnt = NULL, *rpos = NULL;
+    double *W = NULL, *run = NULL, *need = NULL;
+    float *rk = NULL;
+    int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
+    int ok = 1, all = 1;
+    for (int64_t i = 1; i < nk; i++) ok &= kpos[i - 1] <= kpos[i];
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (P == 1 || !all)
+        goto unbalanced;
+    sq = malloc((size_t)(nq ? nq : 1) * sizeof *sq);
+    W = malloc(nP * sizeof *W);
+    need = malloc(nP * sizeof *need);
+    run = malloc((size_t)(nk ? nk : 1) * sizeof *run);
+    cnt = calloc(nP * nP, sizeof *cnt); /* cnt[s*P + r]: keys s sends r */
+    sc = calloc(nP, sizeof *sc);
+    sd = calloc(nP, sizeof *sd);
+    rcn = calloc(nP, sizeof *rcn);
+    rd = calloc(nP, sizeof *rd);
+    ok = sq && W && need && run && cnt && sc && sd && rcn && rd;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm); /* every rank, or none, goes on */
+    if (!all) goto nomem;
+    memcpy(sq, qpos, (size_t)nq * sizeof *sq);
+    qsort(sq, (size_t)nq, sizeof *sq, cmp_i64);
+    double mine = visible_pairs(sq, nq, kpos, nk, run);
+    MPI_Allgather(&mine, 1, MPI_DOUBLE, W, 1, MPI_DOUBLE, comm);
+    double mean = 0.0;
+    for (int r = 0; r < P; r++) mean += W[r] / P;
+    /* the plan, in pairs: every rank computes the same one; each sender turns its
+     * amounts into key counts (a prefix of its keys) from its own running sums */
+    int64_t *mycnt = cnt + (size_t)rank * nP;
+    for (int r = 0; r < P; r++) need[r] = W[r] < mean ? mean - W[r] : 0.0;
+    for (int s = 0, recv = 0; s < P; s++) {
+        double extra = W[s] > mean ? W[s] - mean : 0.0, given = 0.0;
+        int64_t keys = 0;
+        while (extra > 0.5 && recv < P) {
+            if (need[recv] <= 0.5) { recv++; continue; }
+            const double amt = extra < need[recv] ? extra : need[recv];
+            extra -= amt;
+            need[recv] -= amt;
+            given += amt;
+            if (s != rank) continue;
+            int64_t upto = keys; /* the first keys whose running sum reaches `given` */
+            while (upto < nk && run[upto] < given) upto++;
+            mycnt[recv] = upto - keys;
+            keys = upto;
+        }
+    }
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cnt, P, MPI_INT64_T, comm);
+    int64_t nsend = 0, nrecv = 0;
+    for (int r = 0; r < P; r++) {
+        nsend += mycnt[r];
+        nrecv += cnt[(size_t)r * nP + (size_t)rank];
+    }
+    /* MPI counts are ints: a plan whose floats do not fit one is dropped by every rank */
+    ok = (nsend + nrecv) * (int64_t)d < INT32_MAX;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (!all) goto unbalanced;
+    rk = malloc((size_t)(nrecv ? nrecv : 1) * (size_t)d * sizeof *rk);
+    rpos = malloc((size_t)(nrecv ? nrecv : 1) * sizeof *rpos);
+    ok = rk && rpos;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (!all) goto nomem;
+    for (int pass = 0; pass < 2; pass++) { /* rows (d floats each), then positions */
+        const int w = pass ? 1 : d;
+        int64_t so = 0, ro = 0;
+        for (int r = 0; r < P; r++) {
+            const int64_t c = cnt[(size_t)r * nP + (size_t)rank];
+            sc[r] = (int)(mycnt[r] * w);
+            sd[r] = (int)(so * w);
+            rcn[r] = (int)(c * w);
+            rd[r] = (int)(ro * w);
+            so += mycnt[r];
+            ro += c;
+        }
+        if (pass == 0)
+            MPI_Alltoallv(k, sc, sd, MPI_FLOAT, rk, rcn, rd, MPI_FLOAT, comm);
+        else
+            MPI_Alltoallv(kpos, sc, sd, MPI_INT64_T, rpos, rcn, rd, MPI_INT64_T, comm);
+    }
+    rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k + (size_t)nsend * (size_t)d,
+                                     kpos + nsend, nk - nsend, scale, pm, err, errlen);
+    if (rc == RB_OK && nrecv > 0)
+        rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, rk, rpos, nrecv, scale, pm, err,
                                          errlen);
-    if (rc == RB_OK && t.n > 0)
-        rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, t.k, t.pos, t.n, scale, pm, err,
-                                         errlen);
-    rb_probe_taken_free(&t);
+    goto cleanup;
+unbalanced:
+    rc = rb_probe_metrics_accumulate(q, qpos, lse, nq, k, kpos, nk, scale, pm, err, errlen);
+    goto cleanup;
+nomem:
+    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics work balance, on %s rank)",
+                 ok ? "another" : "this");
+cleanup:
+    free(sq);
+    free(W);
+    free(need);
+    free(run);
+    free(cnt);
+    free(sc);
+    free(sd);
+    free(rcn);
+    free(rd);
+    free(rk);
+    free(rpos);
     return rc;
 }
 

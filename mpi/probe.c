@@ -118,8 +118,15 @@ static double key_cost(const int64_t *qs, int64_t nq, int64_t p, int64_t *j)
     return (double)(nq - *j) + RB_PROBE_KEY_COST;
 }
 
-/* rb_probe_taken_free: contract in rb_mpi.h. */
-void rb_probe_taken_free(rb_probe_taken *b)
+/* Keys taken from other ranks by probe_balance, and where this rank's own start. */
+typedef struct {
+    int64_t keep0; /* this rank computes its own keys [keep0, nk) */
+    float *k, *v;  /* n keys taken from others (v NULL without v), rank order */
+    int64_t *pos;
+    int64_t n;
+} rb_taken;
+
+static void taken_free(rb_taken *b)
 {
     free(b->k);
     free(b->v);
@@ -127,7 +134,7 @@ void rb_probe_taken_free(rb_probe_taken *b)
     memset(b, 0, sizeof *b);
 }
 
-/* rb_probe_balance_keys: contract in rb_mpi.h. Every rank
+/* probe_balance: the key exchange of rb_probe_attention (contract there). Every rank
  * learns every rank's cost and whether it can take part; the plan in cost units
  * (rb_probe_balance_plan) becomes, on each giver, consecutive ranges of its
  * lowest-position keys, one per taker in rank order, cut where the running cost comes
@@ -137,21 +144,16 @@ void rb_probe_taken_free(rb_probe_taken *b)
  * given on some ranks only) makes
  * every rank skip the exchange: *b then holds keep0 = 0 and nothing taken, and the
  * call still succeeds. RB_EMPI (message in err) if MPI fails. Collective. */
-int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const float *k,
-                          const float *v, const int64_t *k_pos, int64_t nk, int d,
-                          rb_probe_taken *b, char *err, size_t errlen)
+static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_pos, int64_t nq,
+                         const float *k, const float *v, const int64_t *k_pos, int64_t nk,
+                         int d, rb_taken *b, char *err, size_t errlen)
 {
-    int rc = RB_OK, mrc, rank = 0, nranks = 1;
-    memset(b, 0, sizeof *b);
-    if ((mrc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
-        (mrc = MPI_Comm_size(comm, &nranks)) != MPI_SUCCESS)
-        return rb_mpi_fail(err, errlen, mrc, "probe balance: communicator");
-    if (nranks < 2)
-        return RB_OK;
+    int rc = RB_OK, mrc;
     const size_t n = (size_t)nranks;
     int64_t *qs = NULL;
     double *all = NULL, *give = NULL;
     int *cnt = NULL; /* 8 arrays of n: send/recv keys, displs, floats, float displs */
+    memset(b, 0, sizeof *b);
 
     const char *env = getenv("ROPEBENCH_PROBE_BALANCE");
     int usable = nq > 0 && !(env && strcmp(env, "0") == 0) && (int64_t)d * nk <= INT_MAX;
@@ -176,14 +178,14 @@ int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const
     int mine[3] = {usable, nk > 0 ? v != NULL : 1, nk > 0 ? -(v != NULL) : 0};
     int every[3] = {0, 0, 0};
     if ((mrc = MPI_Allreduce(mine, every, 3, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
-        rc = rb_mpi_fail(err, errlen, mrc, "probe balance: MPI_Allreduce");
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allreduce");
         goto cleanup;
     }
     if (!every[0] || every[1] != -every[2]) /* v on some ranks only: leave it alone */
         goto cleanup;
     const int with_v = every[1];
     if ((mrc = MPI_Allgather(&cost, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, comm)) != MPI_SUCCESS) {
-        rc = rb_mpi_fail(err, errlen, mrc, "probe balance: MPI_Allgather");
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allgather");
         goto cleanup;
     }
     /* does anything move at all (the plan's own test, the same on every rank)? */
@@ -214,7 +216,7 @@ int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const
         sk[r] = (int)(cur - from);
     }
     if ((mrc = MPI_Alltoall(sk, 1, MPI_INT, rk, 1, MPI_INT, comm)) != MPI_SUCCESS) {
-        rc = rb_mpi_fail(err, errlen, mrc, "probe balance: MPI_Alltoall");
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Alltoall");
         goto cleanup;
     }
     int64_t taken = 0;
@@ -233,11 +235,11 @@ int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const
     }
     int every_ok = 0;
     if ((mrc = MPI_Allreduce(&ok, &every_ok, 1, MPI_INT, MPI_LAND, comm)) != MPI_SUCCESS) {
-        rc = rb_mpi_fail(err, errlen, mrc, "probe balance: MPI_Allreduce");
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Allreduce");
         goto cleanup;
     }
     if (!every_ok) {
-        rb_probe_taken_free(b);
+        taken_free(b);
         goto cleanup;
     }
     for (size_t r = 0; r < n; r++) {
@@ -253,8 +255,8 @@ int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const
         (with_v &&
          (mrc = MPI_Alltoallv(v, sf, sfd, MPI_FLOAT, b->v, rf, rfd, MPI_FLOAT, comm)) !=
              MPI_SUCCESS)) {
-        rc = rb_mpi_fail(err, errlen, mrc, "probe balance: MPI_Alltoallv");
-        rb_probe_taken_free(b);
+        rc = rb_mpi_fail(err, errlen, mrc, "probe attention: balance: MPI_Alltoallv");
+        taken_free(b);
         goto cleanup;
     }
     b->keep0 = cur;
@@ -284,7 +286,7 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
     rb_timing tm = {0};
     MPI_Datatype type = MPI_DATATYPE_NULL;
     MPI_Op op = MPI_OP_NULL;
-    rb_probe_taken taken = {0};
+    rb_taken taken = {0};
     int rc = RB_OK, mrc, rank = 0, nranks = 1;
 
     if ((mrc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
@@ -337,8 +339,9 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
 
     /* Even out the work: keys from the ranks with the most to those with the least. */
     double b0 = MPI_Wtime();
-    if ((rc = rb_probe_balance_keys(comm, q_pos, nq, k, v, k_pos, nk, d, &taken, err,
-                                    errlen)) < 0)
+    if (nranks > 1 &&
+        (rc = probe_balance(comm, rank, nranks, q_pos, nq, k, v, k_pos, nk, d, &taken, err,
+                            errlen)) < 0)
         goto cleanup;
     tm.comm_wait_s += MPI_Wtime() - b0;
     tm.keys_sent = taken.keep0;
@@ -388,7 +391,7 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
 
 cleanup:
     rb_mpi_merge_free(&type, &op);
-    rb_probe_taken_free(&taken);
+    taken_free(&taken);
     tm.total_s = MPI_Wtime() - t_start;
     if (t)
         *t = tm;

@@ -115,29 +115,6 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
                        double scale, double *state, rb_timing *t, char *err,
                        size_t errlen);
 
-/* Keys handed to this rank by rb_probe_balance_keys, and where its own keys start. */
-typedef struct {
-    int64_t keep0; /* this rank keeps its own keys [keep0, nk) */
-    float *k, *v;  /* n keys taken from others ([n][d]; v NULL without v), rank order,
-                    * 64-byte aligned */
-    int64_t *pos;
-    int64_t n;
-} rb_probe_taken;
-
-/* rb_probe_balance_keys: the key exchange that evens out probe work across the ranks of
- * comm (rb_probe_attention uses it, and the probe metrics' accumulation): each rank
- * prices its keys (k [nk][d], optional v [nk][d], ascending k_pos) against the nq probe
- * row positions q_pos (the same on every rank), and ranks above the mean hand their
- * lowest-position keys to ranks below it as rb_probe_attention describes. Afterwards
- * this rank's work is its own keys [out->keep0, nk) plus out->n taken keys. When the
- * balance does not apply (one rank, nq = 0, ROPEBENCH_PROBE_BALANCE=0, unsorted k_pos,
- * v on some ranks only, counts past an MPI int, memory) nothing moves: keep0 = 0, n =
- * 0. RB_OK, or RB_EMPI with err set. Collective; free with rb_probe_taken_free. */
-int rb_probe_balance_keys(MPI_Comm comm, const int64_t *q_pos, int64_t nq, const float *k,
-                          const float *v, const int64_t *k_pos, int64_t nk, int d,
-                          rb_probe_taken *out, char *err, size_t errlen);
-void rb_probe_taken_free(rb_probe_taken *t);
-
 /* rb_probe_balance_plan: rank `from`'s row of the transfers that even out per-rank
  * costs cost[0..n), in cost units, into give[n] (give[r]: what `from` hands to rank
  * r). Ranks above the mean give their excess to ranks below it, givers and takers
