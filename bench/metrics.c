@@ -191,9 +191,10 @@ static int cmp_i64(const void *a, const void *b)
  * log-spaced probe rows the keys at low positions are seen by far more rows, so under
  * zigzag rank 0 holds ~1.7x the row-key pairs of rank 1. Each rank counts the pairs its
  * keys bring; ranks above the mean send their first keys (the lowest positions, the
- * heaviest) to ranks below it, greedily in rank order, and every rank accumulates what
- * it kept and what it received (two calls: the accumulators only add, take minima and
- * maxima, so the result differs from the unbalanced one by summation order alone).
+ * heaviest) to ranks below it (rb_probe_balance_plan, the probe attention's plan, in
+ * pairs), and every rank accumulates what it kept and what it received (two calls: the
+ * accumulators only add, take minima and maxima, so the result differs from the
+ * unbalanced one by summation order alone).
  * Needs the local positions ascending (every shard layout stores them so); otherwise,
  * or on one rank, the keys stay where they are. Collective. */
 static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpos,
@@ -206,7 +207,7 @@ static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpo
     MPI_Comm_size(comm, &P);
     const size_t nP = (size_t)(P > 0 ? P : 1);
     int64_t *sq = NULL, *cnt = NULL, *rpos = NULL;
-    double *W = NULL, *run = NULL, *need = NULL;
+    double *W = NULL, *run = NULL, *give = NULL;
     float *rk = NULL;
     int *sc = NULL, *sd = NULL, *rcn = NULL, *rd = NULL;
     int ok = 1, all = 1;
@@ -216,41 +217,35 @@ static int accumulate_balanced(MPI_Comm comm, const float *q, const int64_t *qpo
         goto unbalanced;
     sq = malloc((size_t)(nq ? nq : 1) * sizeof *sq);
     W = malloc(nP * sizeof *W);
-    need = malloc(nP * sizeof *need);
+    give = malloc(nP * sizeof *give);
     run = malloc((size_t)(nk ? nk : 1) * sizeof *run);
     cnt = calloc(nP * nP, sizeof *cnt); /* cnt[s*P + r]: keys s sends r */
     sc = calloc(nP, sizeof *sc);
     sd = calloc(nP, sizeof *sd);
     rcn = calloc(nP, sizeof *rcn);
     rd = calloc(nP, sizeof *rd);
-    ok = sq && W && need && run && cnt && sc && sd && rcn && rd;
+    ok = sq && W && give && run && cnt && sc && sd && rcn && rd;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm); /* every rank, or none, goes on */
     if (!all) goto nomem;
     memcpy(sq, qpos, (size_t)nq * sizeof *sq);
     qsort(sq, (size_t)nq, sizeof *sq, cmp_i64);
     double mine = visible_pairs(sq, nq, kpos, nk, run);
     MPI_Allgather(&mine, 1, MPI_DOUBLE, W, 1, MPI_DOUBLE, comm);
-    double mean = 0.0;
-    for (int r = 0; r < P; r++) mean += W[r] / P;
-    /* the plan, in pairs: every rank computes the same one; each sender turns its
-     * amounts into key counts (a prefix of its keys) from its own running sums */
+    /* the plan, in pairs: rb_probe_balance_plan, as the probe attention's balance, gives
+     * this rank's row (give[r]: pairs it hands rank r); it turns those amounts into
+     * key counts, consecutive prefixes of its keys cut where its running sum first
+     * reaches the planned total */
     int64_t *mycnt = cnt + (size_t)rank * nP;
-    for (int r = 0; r < P; r++) need[r] = W[r] < mean ? mean - W[r] : 0.0;
-    for (int s = 0, recv = 0; s < P; s++) {
-        double extra = W[s] > mean ? W[s] - mean : 0.0, given = 0.0;
-        int64_t keys = 0;
-        while (extra > 0.5 && recv < P) {
-            if (need[recv] <= 0.5) { recv++; continue; }
-            const double amt = extra < need[recv] ? extra : need[recv];
-            extra -= amt;
-            need[recv] -= amt;
-            given += amt;
-            if (s != rank) continue;
-            int64_t upto = keys; /* the first keys whose running sum reaches `given` */
-            while (upto < nk && run[upto] < given) upto++;
-            mycnt[recv] = upto - keys;
-            keys = upto;
-        }
+    rb_probe_balance_plan(W, P, RB_PROBE_BALANCE_TOL, rank, give);
+    double given = 0.0;
+    int64_t keys = 0;
+    for (int r = 0; r < P; r++) {
+        if (!(give[r] > 0.0)) continue;
+        given += give[r];
+        int64_t upto = keys;
+        while (upto < nk && run[upto] < given) upto++;
+        mycnt[r] = upto - keys;
+        keys = upto;
     }
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cnt, P, MPI_INT64_T, comm);
     int64_t nsend = 0, nrecv = 0;
@@ -299,7 +294,7 @@ nomem:
 cleanup:
     free(sq);
     free(W);
-    free(need);
+    free(give);
     free(run);
     free(cnt);
     free(sc);
