@@ -86,15 +86,35 @@ static int h5_fail(char *err, size_t errlen, int code, const char *file, int lin
     } while (0)
 
 /* Agree on a local status: every rank gets the most negative code of all ranks, so
- * that a local failure never leaves the others blocked in a later collective. */
+ * that a local failure never leaves the others blocked in a later collective. When the
+ * failure is another rank's, rank 0 gets that rank's message (with "on rank N"), since
+ * rank 0 is the one that reports; the rest get "failed on rank N". */
 static int agree(rb_results *r, int rc, char *err, size_t errlen, const char *path)
 {
-    int all = rc;
-    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, r->comm) != MPI_SUCCESS)
+    struct {
+        int v, rank;
+    } in = {rc, r->rank}, all = {rc, r->rank};
+    if (MPI_Allreduce(&in, &all, 1, MPI_2INT, MPI_MINLOC, r->comm) != MPI_SUCCESS)
         return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Allreduce failed", path);
-    if (all < 0 && rc == RB_OK)
-        return rb_errf(err, errlen, all, "results: %s: failed on another rank", path);
-    return all;
+    if (all.v >= 0 || (all.rank == r->rank && r->rank == 0))
+        return all.v < 0 ? all.v : rc;
+    if (r->rank == 0 || r->rank == all.rank) {
+        /* the failing rank's message to rank 0 (the only pair that talks here) */
+        char msg[512] = "";
+        if (r->rank == all.rank) {
+            snprintf(msg, sizeof msg, "%s", err && errlen ? err : "");
+            if (MPI_Send(msg, (int)sizeof msg, MPI_CHAR, 0, 0, r->comm) != MPI_SUCCESS)
+                return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Send failed", path);
+            return all.v;
+        }
+        if (MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, all.rank, 0, r->comm,
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Recv failed", path);
+        msg[sizeof msg - 1] = '\0';
+        if (msg[0])
+            return rb_errf(err, errlen, all.v, "%s (on rank %d)", msg, all.rank);
+    }
+    return rb_errf(err, errlen, all.v, "results: %s: failed on rank %d", path, all.rank);
 }
 
 /* ---- file ------------------------------------------------------------------------- */
@@ -122,8 +142,21 @@ static int reserve_blocks(rb_results *r, char *err, size_t errlen)
     const char *path = "/";
     H5TRY(H5Fget_mdc_size(r->file, &max_size, &min_clean, &cur_size, &n_entries),
           "H5Fget_mdc_size");
-    if (r->rank == 0) {
-        const off_t extra = (off_t)cur_size + RB_RESERVE_SLACK;
+    const off_t extra = (off_t)cur_size + RB_RESERVE_SLACK;
+    if (r->rank != 0) {
+        /* a file-size limit is the process's own: every rank that takes part in the
+         * flush checks its own (a rank whose metadata write fails there leaves the
+         * others in a different collective inside H5Fflush: a hang) */
+        struct stat st;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            stat(r->path, &st) == 0 &&
+            (double)st.st_size + (double)extra > (double)rl.rlim_cur)
+            rc = rb_errf(err, errlen, RB_EIO,
+                         "results: %s: no room to write its metadata (%lld bytes past "
+                         "its %lld): %s",
+                         r->path, (long long)extra, (long long)st.st_size, strerror(EFBIG));
+    } else {
         int fd = open(r->path, O_WRONLY | O_CLOEXEC);
         struct stat st;
         struct rlimit rl;
@@ -716,7 +749,9 @@ cleanup:
         H5Sclose(fs);
     if (d >= 0)
         H5Dclose(d);
-    return rc;
+    /* a write can fail on one rank only (its own file-size limit, an I/O error on its
+     * node): the others must not go on to the next collective without it */
+    return agree(r, rc, err, errlen, path);
 }
 
 /* rb_results_write_f64: see rb_results.h. */
@@ -871,7 +906,7 @@ cleanup:
         H5Sclose(fs);
     if (d >= 0)
         H5Dclose(d);
-    return rc;
+    return agree(r, rc, err, errlen, path); /* as in write_root */
 }
 
 /* rb_results_write_rows_f64: see rb_results.h. */
