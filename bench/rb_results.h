@@ -62,6 +62,13 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
  * across sessions by default). */
 int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen);
 
+/* rb_results_rename: give the open file the name `to` (a file system path): rank 0
+ * renames it (rename(2): `to` is replaced in one step, and the open file, its inode,
+ * is not touched), and every rank takes the new name for its later messages and
+ * checks. Collective. RB_EIO with the reason when the rename fails (every rank then
+ * keeps the old name); RB_EINVAL for an empty name. */
+int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen);
+
 /* Rename the object at path `from` to `to` (collective; `to` must not exist, its parent
  * groups are made). */
 int rb_results_move(rb_results *r, const char *from, const char *to, char *err,

@@ -292,6 +292,28 @@ cleanup:
     return RB_OK;
 }
 
+/* rb_results_rename: see rb_results.h. */
+int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen)
+{
+    int rc = RB_OK;
+    char *copy = NULL;
+    if (!r || !to || !*to)
+        return rb_errf(err, errlen, RB_EINVAL, "results: rename without a name");
+    if (!(copy = strdup(to)))
+        rc = rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", to);
+    else if (r->rank == 0 && rename(r->path, to) != 0)
+        rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path, to,
+                     strerror(errno));
+    if ((rc = agree(r, rc, err, errlen, to)) != RB_OK) {
+        free(copy);
+        return rc;
+    }
+    free(r->path);
+    r->path = copy;
+    h5_file_name = r->path;
+    return RB_OK;
+}
+
 /* rb_results_create: see rb_results.h. Collective; the file is truncated. */
 int rb_results_create(rb_results **out, const char *path, MPI_Comm comm, char *err,
                       size_t errlen)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,8 @@ typedef struct {
     int n_kept;      /* cases complete in the file: flushed by this run or kept on resume */
     int n_flushed;   /* flushes of the file that succeeded in this run */
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
+    const char *final_path; /* where the results go when they are written under a */
+    int staged;             /* temporary name until the first case is finished */
     double t_start;
     char err[1024];
 } rb_run;
@@ -600,6 +603,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         TRY(rb_results_flush(r->res, e, el));
         r->n_kept++;
         r->n_flushed++;
+        if (r->staged) { /* the first finished case: now it replaces the old file */
+            TRY(rb_results_rename(r->res, r->final_path, e, el));
+            r->staged = 0;
+        }
 
         if (r->rank == 0 && !r->quiet) {
             double me = 0;
@@ -835,6 +842,22 @@ cleanup:
     return rc;
 }
 
+/* stage_name: for an existing output `out`, the path it resolves to (a symbolic link
+ * followed) into final, and that path + ".partial" into staged. 0 (write out itself, as
+ * before) when it cannot be resolved or the staged name would be too long. */
+static int stage_name(const char *out, char *final, size_t flen, char *staged, size_t slen)
+{
+    char *real = realpath(out, NULL);
+    if (!real) return 0;
+    const char *slash = strrchr(real, '/');
+    const size_t base = strlen(slash ? slash + 1 : real);
+    int ok = base + sizeof ".partial" - 1 <= NAME_MAX &&
+             (size_t)snprintf(final, flen, "%s", real) < flen &&
+             (size_t)snprintf(staged, slen, "%s.partial", real) < slen;
+    free(real);
+    return ok;
+}
+
 /* Take the run's lock: an exclusive, non-blocking flock on OUT.lock (created if need
  * be). The kernel drops it when the process ends, however it ends, so a crashed run
  * leaves at most an unlocked file behind. RB_OK with *fd set, or an error naming the
@@ -959,7 +982,7 @@ int rb_cmd_run(int argc, char **argv)
     rb_config cfg;
     int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0, mpi_up = 0;
     const char *cfg_path = NULL, *out_path = "results.h5", *kernel_why = NULL;
-    char lock_path[4200] = "";
+    char lock_path[4200] = "", final_path[PATH_MAX + 16] = "", staged_path[PATH_MAX + 16] = "";
     int lock_fd = -1;
     char **sets = NULL;
     int n_sets = 0;
@@ -1104,7 +1127,18 @@ int rb_cmd_run(int argc, char **argv)
         rc = open_for_resume(&r, out_path);
         reopened = rc == RB_OK;
     } else {
-        rc = rb_results_create(&r.res, out_path, r.comm, r.err, sizeof r.err);
+        /* an existing file is replaced only once a case is finished: until then the run
+         * writes FILE.partial beside it (beside the file a symbolic link names), so a
+         * run that fails early (an input found bad while reading it, memory, a kernel)
+         * leaves the old results as they were */
+        r.final_path = out_path;
+        if (access(out_path, F_OK) == 0 && stage_name(out_path, final_path, sizeof final_path,
+                                                      staged_path, sizeof staged_path)) {
+            r.final_path = final_path;
+            r.staged = 1;
+        }
+        rc = rb_results_create(&r.res, r.staged ? staged_path : out_path, r.comm, r.err,
+                               sizeof r.err);
     }
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
@@ -1131,7 +1165,13 @@ int rb_cmd_run(int argc, char **argv)
         if (r.rank == 0) {
             fprintf(stderr, "\nropebench: %s\n", r.err);
             rb_cli_space_hint(out_path);
-            if (access(out_path, F_OK) != 0)
+            if (r.staged && r.n_kept > 0)
+                fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
+                                "could not replace %s)\n", r.n_kept, staged_path, out_path);
+            else if (r.staged && unlink(staged_path) == 0)
+                fprintf(stderr, "ropebench: no case was finished; %s is left as it was\n",
+                        out_path);
+            else if (access(out_path, F_OK) != 0)
                 fprintf(stderr, "ropebench: %s no longer exists\n", out_path);
             else if (r.n_kept > 0)
                 fprintf(stderr,

@@ -19,6 +19,8 @@ refused outputs the file's bytes unchanged):
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
+  the same into an existing results file             exit 1, the file unchanged, no .partial
+  run -o a symbolic link to a results file           exit 0, the link kept, its target replaced
 
 usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 """
@@ -206,6 +208,38 @@ def main():
                   "scaling.methods=none", "--set", "study.datasets=file", "--set",
                   f"file.path={kzero}", "-o", os.path.join(work, "kzero-out.h5")], 1,
            r"metrics of case none-L128-full-file: q or k is zero in every rotary pair")
+
+    # an existing results file is replaced only once a case is finished: a run that
+    # fails before (here on its input) leaves it byte for byte, and no .partial behind
+    before = digest(small)
+    kzero_into_small = mpi + ["1", exe, "run", "-q", "--set", "model.head_dim=32", "--set",
+                              "model.original_ctx=64", "--set", "study.heads=1", "--set",
+                              "study.seq_lens=128", "--set", "study.modes=full", "--set",
+                              "scaling.methods=none", "--set", "study.datasets=file",
+                              "--set", f"file.path={kzero}", "-o", small]
+    p = subprocess.run(kzero_into_small, stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=120)
+    if p.returncode != 1 or digest(small) != before or \
+            os.path.exists(small + ".partial") or "is left as it was" not in p.stderr:
+        failed.append(f"a failing run replaced the results file: exit {p.returncode}, "
+                      f"unchanged {digest(small) == before}, .partial left "
+                      f"{os.path.exists(small + '.partial')}: {p.stderr[-400:]!r}")
+    else:
+        print("ok   a run failing before its first case leaves -o as it was")
+    # through a symbolic link: the file it names is replaced, the link stays a link
+    link = os.path.join(work, "link.h5")
+    os.symlink(os.path.basename(small), link)
+    expect("run -o a link to a results file", mpi + [
+        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
+        "--set", "study.heads=1", "--set", "study.seq_lens=96", "--set", "study.modes=full",
+        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", link],
+        0, None)
+    with h5py.File(small, "r") as f:
+        names = list(f["cases"])
+    if not os.path.islink(link) or names != ["none-L96-full-gaussian"] or \
+            os.path.exists(small + ".partial"):
+        failed.append(f"run -o a link: still a link {os.path.islink(link)}, cases of the "
+                      f"file it names {names}")
 
     for x in failed:
         print("FAIL", x)
