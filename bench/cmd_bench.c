@@ -927,7 +927,8 @@ int rb_cmd_bench(int argc, char **argv)
         rb_cli_fsize_hook();
         int exists = 0;
         if (bench_check_output(o.out, &exists, err, sizeof err) ||
-            rb_results_room(o.out, err, sizeof err)) {
+            rb_results_room(o.out, err, sizeof err) ||
+            rb_results_check_free(o.out, err, sizeof err)) {
             fprintf(stderr, "ropebench: bench: %s\n", err);
             code = RB_EXIT_USAGE;
             goto cleanup;

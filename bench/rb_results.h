@@ -62,6 +62,14 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
  * across sessions by default). */
 int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen);
 
+/* rb_results_check_free: RB_OK unless another process writes the file at path (holds
+ * the writer lock that create and open take on the file itself, so under any name:
+ * symbolic and hard links included); then RB_EINVAL "results: PATH: another ropebench
+ * run is writing this file ...". An absent or unreadable file is RB_OK. Not collective;
+ * create and open call it on rank 0 before touching the file, rename before replacing,
+ * and a command may call it before long work. */
+int rb_results_check_free(const char *path, char *err, size_t errlen);
+
 /* rb_results_rename: give the open file the name `to` (a file system path): rank 0
  * renames it (rename(2): `to` is replaced in one step, and the open file, its inode,
  * is not touched), and every rank takes the new name for its later messages and

@@ -24,6 +24,7 @@ struct rb_results {
     dev_t dev;       /* rank 0: the file that was opened, so that a path that now */
     ino_t ino;       /* names another file (deleted, replaced) is told (reserve_blocks) */
     int dirty;       /* written to since the last flush that succeeded */
+    int lock_fd;     /* rank 0: holds the writer lock on the file (writer_lock), or -1 */
 };
 
 /* ---- errors ----------------------------------------------------------------------- */
@@ -118,6 +119,60 @@ static int agree(rb_results *r, int rc, char *err, size_t errlen, const char *pa
 }
 
 /* ---- file ------------------------------------------------------------------------- */
+
+/* The writer lock: an open-file-description lock (F_OFD_SETLK, Linux) on one byte far
+ * past any end of file, taken by rank 0 on the file it writes and held until it is
+ * closed or the process ends, however it ends. It is on the file itself (its inode),
+ * so a second writer that reaches the file under another name (a symbolic or hard
+ * link) sees it, and it does not conflict with the flock() that HDF5 takes for readers
+ * (h5py, `ropebench report`) on local file systems. */
+#define RB_LOCK_OFFSET ((off_t)1 << 62)
+
+static int writer_lock_op(int fd, int cmd, struct flock *fl)
+{
+    memset(fl, 0, sizeof *fl);
+    fl->l_type = F_WRLCK;
+    fl->l_whence = SEEK_SET;
+    fl->l_start = RB_LOCK_OFFSET;
+    fl->l_len = 1;
+    return fcntl(fd, cmd, fl);
+}
+
+/* rb_results_check_free: see rb_results.h. */
+int rb_results_check_free(const char *path, char *err, size_t errlen)
+{
+    struct flock fl;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return RB_OK; /* absent or unreadable: the create or open says why */
+    int busy = writer_lock_op(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return busy ? rb_errf(err, errlen, RB_EINVAL,
+                          "results: %s: another ropebench run is writing this file (under "
+                          "this or another name)", path)
+                : RB_OK;
+}
+
+/* writer_lock: rank 0 takes the writer lock on the file it has just made or opened. */
+static int writer_lock(rb_results *r, char *err, size_t errlen)
+{
+    struct flock fl;
+    int fd = open(r->path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return RB_OK; /* the file system's own errors surface at the first write */
+    if (writer_lock_op(fd, F_OFD_SETLK, &fl) != 0) {
+        const int e = errno;
+        close(fd);
+        if (e == EAGAIN || e == EACCES)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "results: %s: another ropebench run is writing this file (under "
+                           "this or another name)", r->path);
+        return RB_OK; /* a file system without these locks: no lock, as before */
+    }
+    r->lock_fd = fd;
+    return RB_OK;
+}
+
 
 /* Room kept for a flush or close beyond what the metadata cache holds: the metadata and
  * small-data aggregators' blocks (2 KiB each by default) and what the flush allocates. */
@@ -240,6 +295,7 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     if (!r)
         return rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", path);
     r->file = r->dxpl = r->lcpl = H5I_INVALID_HID;
+    r->lock_fd = -1;
     if (MPI_Comm_dup(comm, &r->comm) != MPI_SUCCESS) {
         free(r);
         return rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Comm_dup failed", path);
@@ -258,6 +314,10 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     if ((rc = agree(r, r->rank == 0 ? rb_results_room(path, err, errlen) : RB_OK, err, errlen,
                     path)) != RB_OK)
         goto cleanup;
+    /* and never a file another run writes: create would truncate it under that run */
+    if ((rc = agree(r, r->rank == 0 ? rb_results_check_free(path, err, errlen) : RB_OK, err,
+                    errlen, path)) != RB_OK)
+        goto cleanup;
     H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");
     H5TRY(H5Pset_fapl_mpio(fapl, r->comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
     /* Metadata reads done once and broadcast; metadata written collectively. */
@@ -268,6 +328,9 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     else
         H5TRY(r->file = H5Fopen(path, H5F_ACC_RDWR, fapl), "H5Fopen");
     r->dirty = create;
+    if ((rc = agree(r, r->rank == 0 ? writer_lock(r, err, errlen) : RB_OK, err, errlen,
+                    path)) != RB_OK)
+        goto cleanup;
     if (r->rank == 0) {
         struct stat st;
         if (stat(path, &st) == 0) {
@@ -301,6 +364,8 @@ int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen)
         return rb_errf(err, errlen, RB_EINVAL, "results: rename without a name");
     if (!(copy = strdup(to)))
         rc = rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", to);
+    else if (r->rank == 0 && (rc = rb_results_check_free(to, err, errlen)) != RB_OK)
+        ; /* another run has begun writing `to` since this one started */
     else if (r->rank == 0 && rename(r->path, to) != 0)
         rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path, to,
                      strerror(errno));
@@ -377,6 +442,8 @@ int rb_results_close(rb_results *r, char *err, size_t errlen)
         MPI_Comm_free(&r->comm);
     if (h5_file_name == r->path)
         h5_file_name = NULL;
+    if (r->lock_fd >= 0)
+        close(r->lock_fd);
     free(r->path);
     free(r);
     return rc;

@@ -1115,6 +1115,10 @@ int rb_cmd_run(int argc, char **argv)
         int held = r.rank == 0 ? lock_output(out_path, lock_path, sizeof lock_path, &lock_fd,
                                              r.err, sizeof r.err)
                                : RB_OK;
+        /* and the file itself, which another run may write under another name (a link):
+         * its writer lock is on the file (rb_results_check_free) */
+        if (held == RB_OK && r.rank == 0)
+            held = rb_results_check_free(out_path, r.err, sizeof r.err);
         MPI_Bcast(&held, 1, MPI_INT, 0, r.comm);
         if (held != RB_OK) {
             if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);

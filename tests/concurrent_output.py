@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """concurrent_output.py — a second `ropebench run` on a results file that a first run is
 still writing must stop before it touches the file (exit 2, one line naming the other
-run), and the first run must finish with an intact file and no lock file left.
+run), also when it names the file through a symbolic or a hard link, and so must
+`ropebench bench -o`; h5py can still read the file meanwhile; and the first run must
+finish with an intact file and no lock file left.
 
 usage: concurrent_output.py WORKDIR ROPEBENCH CONFIG -- mpiexec-command-prefix...
 """
@@ -36,12 +38,35 @@ def main():
     if a.poll() is not None:
         failed.append("the first run ended before the second could start; make it longer")
     else:
-        b = subprocess.run(mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", out],
-                           capture_output=True, text=True, timeout=300)
-        ours = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
-        if b.returncode != 2 or len(ours) != 1 or \
-                "another ropebench run is writing this file" not in ours[0]:
-            failed.append(f"second run: exit {b.returncode}, {b.stderr[-600:]!r}")
+        # the same path, a symbolic link, a hard link (the lock is on the file itself),
+        # and `bench -o` through the hard link: each refused before touching the file
+        sym, hard = os.path.join(work, "shared-sym.h5"), os.path.join(work, "shared-hard.h5")
+        for x in (sym, hard):
+            if os.path.lexists(x):
+                os.remove(x)
+        os.symlink(os.path.basename(out), sym)
+        os.link(out, hard)
+        for label, cmd in (
+                ("second run", ["run", "-q", "-c", cfg, "-o", out]),
+                ("second run through a symbolic link", ["run", "-q", "-c", cfg, "-o", sym]),
+                ("second run through a hard link", ["run", "-q", "-c", cfg, "-o", hard]),
+                ("bench -o through a hard link", ["bench", "--quick", "--kernels", "ref",
+                                                  "--only", "rope", "--threads", "1",
+                                                  "-o", hard])):
+            b = subprocess.run(mpi + ["1", exe] + cmd, capture_output=True, text=True,
+                               timeout=300)
+            ours = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
+            if b.returncode != 2 or len(ours) != 1 or \
+                    "another ropebench run is writing this file" not in ours[0]:
+                failed.append(f"{label}: exit {b.returncode}, {b.stderr[-600:]!r}")
+            else:
+                print(f"ok   {label}: {ours[0]}")
+        # readers are not locked out: the writer's lock is not HDF5's own
+        try:
+            with h5py.File(out, "r") as f:
+                f.attrs.get("format")
+        except OSError as e:
+            failed.append(f"h5py cannot open the file while the run writes it: {e}")
         if a.poll() is not None:
             failed.append("the first run had ended when the second was refused: inconclusive")
     so, se = a.communicate(timeout=600)
