@@ -446,7 +446,7 @@ static int bench_check_json(const char *path, const char *out, char *err, size_t
                        out);
     char e2[256];
     const int kind = rb_cli_results_file(path, e2, sizeof e2);
-    if (kind == RB_CLI_RESULTS || kind == RB_CLI_FOREIGN_HDF5)
+    if (kind == RB_CLI_RESULTS || kind == RB_CLI_FOREIGN_HDF5 || kind == RB_CLI_OTHER_VERSION)
         return rb_errf(err, el, RB_EINVAL, "--json %s: %s; --json would overwrite it with "
                        "JSON: choose another name", path,
                        kind == RB_CLI_RESULTS ? "a ropebench results file" : "an HDF5 file");

@@ -178,7 +178,9 @@ const char *rb_cli_refusal(int kind)
     return kind == RB_CLI_NOT_HDF5       ? "not an HDF5 file"
            : kind == RB_CLI_FOREIGN_HDF5 ? "an HDF5 file that is not a ropebench results "
                                            "file (no format = \"ropebench\" attribute)"
-                                         : "";
+           : kind == RB_CLI_OTHER_VERSION ? "a ropebench results file of a format_version "
+                                            "this build does not write (it writes 1)"
+                                          : "";
 }
 
 /* rb_cli_same_file: see rb_bench.h. */
@@ -222,7 +224,12 @@ int rb_cli_results_file(const char *path, char *err, size_t errlen)
     const int rc = rb_results_peek_str(path, "format", &fmt, err, errlen);
     const int ours = rc == 1 && strcmp(fmt, "ropebench") == 0;
     free(fmt);
-    return rc < 0 ? rc : ours ? RB_CLI_RESULTS : RB_CLI_FOREIGN_HDF5;
+    if (rc < 0 || !ours)
+        return rc < 0 ? rc : RB_CLI_FOREIGN_HDF5;
+    /* a format this build does not write (a later ropebench's): not ours to change */
+    int64_t ver = 0;
+    const int vrc = rb_results_peek_i64(path, "format_version", &ver, err, errlen);
+    return vrc < 0 ? vrc : vrc == 1 && ver == 1 ? RB_CLI_RESULTS : RB_CLI_OTHER_VERSION;
 }
 
 static void usage(FILE *f)

@@ -198,7 +198,8 @@ enum {
     RB_CLI_EMPTY,       /* an empty regular file */
     RB_CLI_RESULTS,     /* HDF5 with format = "ropebench" */
     RB_CLI_NOT_HDF5,    /* anything else without the HDF5 signature */
-    RB_CLI_FOREIGN_HDF5 /* HDF5 without format = "ropebench" */
+    RB_CLI_FOREIGN_HDF5, /* HDF5 without format = "ropebench" */
+    RB_CLI_OTHER_VERSION /* format = "ropebench" with a format_version other than 1 */
 };
 int rb_cli_results_file(const char *path, char *err, size_t errlen);
 

@@ -50,6 +50,12 @@ int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
 int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
                             char *err, size_t errlen);
 
+/* rb_results_peek_i64: an integer attribute of the root group of the file at path, as
+ * rb_results_attr_get_i64 returns it, read-only and not collective (as
+ * rb_results_peek_str). */
+int rb_results_peek_i64(const char *path, const char *name, int64_t *v, char *err,
+                        size_t errlen);
+
 /* rb_results_peek_str: a string attribute of the root group of the file at path, as
  * rb_results_attr_get_str returns it, read without opening the file for writing (not
  * collective; any rank may call it): for checks before a file is accepted, which must

@@ -654,6 +654,21 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
     return rc;
 }
 
+/* rb_results_peek_i64: see rb_results.h. */
+int rb_results_peek_i64(const char *path, const char *name, int64_t *v, char *err,
+                        size_t errlen)
+{
+    rb_results tmp;
+    memset(&tmp, 0, sizeof tmp);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    tmp.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (tmp.file < 0)
+        return h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fopen");
+    const int rc = rb_results_attr_get_i64(&tmp, "/", name, v, err, errlen);
+    H5Fclose(tmp.file);
+    return rc;
+}
+
 /* rb_results_attr_get_i64: see rb_results.h. */
 int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
                             int64_t *v, char *err, size_t errlen)

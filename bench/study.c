@@ -698,6 +698,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_i64(r->res, "/", "threads_per_rank", rb_kernels_threads(), e, el));
     TRY(rb_results_attr_str(r->res, "/", "dtype", r->cfg->dtype, e, el));
     TRY(rb_results_attr_str(r->res, "/", "kernel", r->ops.name, e, el));
+    TRY(rb_results_attr_i64(r->res, "/", "dump_inputs", r->dump, e, el));
 
     const char *p = "/provenance";
     TRY(rb_results_attr_str(r->res, p, "compiler", RB_COMPILER, e, el));
@@ -743,6 +744,11 @@ static int resume_check(rb_run *r, const char *path)
     /* read only: a refused file is left exactly as it was */
     int rc = rb_cli_results_file(path, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
+    if (rc == RB_CLI_OTHER_VERSION) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT, "%s: --resume: %s", path,
+                     rb_cli_refusal(rc));
+        goto cleanup;
+    }
     if (rc != RB_CLI_RESULTS) {
         rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT, "%s: --resume: %snot a ropebench "
                      "results file", path, rc == RB_CLI_EMPTY      ? "empty file, "
@@ -763,6 +769,29 @@ static int resume_check(rb_run *r, const char *path)
                      "%s: --resume: the file was written by a different study (its "
                      "config_text differs); use the same -c/--set, or another -o",
                      path);
+        goto cleanup;
+    }
+    /* the same kernel and the same --dump-inputs as the cases already there: the root
+     * attributes describe every case of the file */
+    free(text);
+    text = NULL;
+    rc = rb_results_peek_str(path, "kernel", &text, r->err, sizeof r->err);
+    if (rc < 0) goto cleanup;
+    if (rc == 1 && strcmp(text, r->ops.name) != 0) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
+                     "%s: --resume: its cases ran on kernel %s, this run would use %s "
+                     "(ROPEBENCH_ISA, study.dtype); use the same kernel, or another -o",
+                     path, text, r->ops.name);
+        goto cleanup;
+    }
+    int64_t dumped = 0;
+    rc = rb_results_peek_i64(path, "dump_inputs", &dumped, r->err, sizeof r->err);
+    if (rc < 0) goto cleanup;
+    if (rc == 1 && (dumped != 0) != (r->dump != 0)) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
+                     "%s: --resume: its cases were run %s --dump-inputs, this one %s; "
+                     "resume as it was begun, or use another -o",
+                     path, dumped ? "with" : "without", r->dump ? "with it" : "without it");
         goto cleanup;
     }
     rc = RB_OK;
@@ -927,7 +956,7 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
         return rb_errf(err, errlen, kind, "-o %s: cannot read it to check that it is a "
                        "ropebench results file (%s): remove it or choose another name", out,
                        why);
-    if (kind == RB_CLI_NOT_HDF5 || kind == RB_CLI_FOREIGN_HDF5)
+    if (kind == RB_CLI_NOT_HDF5 || kind == RB_CLI_FOREIGN_HDF5 || kind == RB_CLI_OTHER_VERSION)
         return rb_errf(err, errlen, RB_EFORMAT,
                        "-o %s: %s; run -o replaces only a ropebench results file (or an "
                        "empty file): remove it or choose another name",

@@ -21,6 +21,9 @@ refused outputs the file's bytes unchanged):
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
   the same into an existing results file             exit 1, the file unchanged, no .partial
   run -o a symbolic link to a results file           exit 0, the link kept, its target replaced
+  run --resume with another kernel, or another --dump-inputs, than the file's cases
+                                                     exit 2, unchanged
+  run --resume, run -o, bench -o a file of format_version 99   exit 2, unchanged
 
 usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 """
@@ -43,10 +46,10 @@ def ours(stderr):
     return [l for l in stderr.splitlines() if l.startswith("ropebench:") and not note.match(l)]
 
 
-def expect(label, cmd, rc, pattern, timeout=120):
+def expect(label, cmd, rc, pattern, timeout=120, env=None):
     try:
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         failed.append(f"{label}: no answer in {timeout} s")
         return
@@ -240,6 +243,42 @@ def main():
             os.path.exists(small + ".partial"):
         failed.append(f"run -o a link: still a link {os.path.islink(link)}, cases of the "
                       f"file it names {names}")
+
+    # --resume only with the kernel and --dump-inputs the file's cases ran with, and
+    # never into a format_version this build does not write (nor bench -o, nor run -o)
+    tiny = ["--set", "model.head_dim=32", "--set", "model.original_ctx=64", "--set",
+            "study.heads=1", "--set", "study.seq_lens=64,96", "--set", "study.modes=full",
+            "--set", "scaling.methods=none", "--set", "study.datasets=gaussian"]
+    mixed = os.path.join(work, "mixed.h5")
+    ref_env = dict(os.environ, ROPEBENCH_ISA="ref", ROPEBENCH_TEST_ABORT_AFTER="1")
+    subprocess.run(mpi + ["1", exe, "run", "-q"] + tiny + ["-o", mixed], env=ref_env,
+                   capture_output=True, timeout=120)
+    before = digest(mixed)
+    expect("run --resume with another kernel",
+           mpi + ["1", exe, "run", "-q", "--resume"] + tiny + ["-o", mixed], 2,
+           r"mixed\.h5: --resume: its cases ran on kernel ref, this run would use blas",
+           env=dict(os.environ, ROPEBENCH_ISA="blas"))
+    expect("run --resume with --dump-inputs into a file without",
+           mpi + ["1", exe, "run", "-q", "--resume", "--dump-inputs"] + tiny + ["-o", mixed],
+           2, r"mixed\.h5: --resume: its cases were run without --dump-inputs",
+           env=dict(os.environ, ROPEBENCH_ISA="ref"))
+    if digest(mixed) != before:
+        failed.append("a refused --resume changed the file")
+    future = os.path.join(work, "future.h5")
+    shutil.copy(mixed, future)
+    with h5py.File(future, "r+") as f:
+        f.attrs["format_version"] = np.int64(99)
+    before = digest(future)
+    for label, cmd in (
+            ("run --resume", ["run", "-q", "--resume"] + tiny),
+            ("run -o", ["run", "-q"] + tiny),
+            ("bench -o", ["bench", "--quick", "--kernels", "ref", "--only", "rope",
+                          "--threads", "1"])):
+        expect(f"{label} a file of format_version 99", mpi + ["1", exe] + cmd + ["-o", future],
+               2, r"future\.h5.*a ropebench results file of a format_version this build "
+               r"does not write", env=dict(os.environ, ROPEBENCH_ISA="ref"))
+    if digest(future) != before:
+        failed.append("a refused command changed the format_version 99 file")
 
     for x in failed:
         print("FAIL", x)
