@@ -636,6 +636,17 @@ cleanup:
     return rc;
 }
 
+/* peek_open: the file at path opened read-only (not collective) into tmp->file, for
+ * the peek functions; the caller closes it. */
+static int peek_open(const char *path, rb_results *tmp, char *err, size_t errlen)
+{
+    memset(tmp, 0, sizeof *tmp);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    tmp->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    return tmp->file < 0 ? h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fopen")
+                         : RB_OK;
+}
+
 /* rb_results_peek_str: see rb_results.h. A read-only open through the default (serial)
  * driver: a read-write open and close would trim whatever the file holds past HDF5's
  * end of allocation. */
@@ -643,14 +654,12 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
                         size_t errlen)
 {
     rb_results tmp;
-    memset(&tmp, 0, sizeof tmp);
     *v = NULL;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    tmp.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (tmp.file < 0)
-        return h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fopen");
-    const int rc = rb_results_attr_get_str(&tmp, "/", name, v, err, errlen);
-    H5Fclose(tmp.file);
+    int rc = peek_open(path, &tmp, err, errlen);
+    if (rc == RB_OK) {
+        rc = rb_results_attr_get_str(&tmp, "/", name, v, err, errlen);
+        H5Fclose(tmp.file);
+    }
     return rc;
 }
 
@@ -659,13 +668,11 @@ int rb_results_peek_i64(const char *path, const char *name, int64_t *v, char *er
                         size_t errlen)
 {
     rb_results tmp;
-    memset(&tmp, 0, sizeof tmp);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    tmp.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (tmp.file < 0)
-        return h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Fopen");
-    const int rc = rb_results_attr_get_i64(&tmp, "/", name, v, err, errlen);
-    H5Fclose(tmp.file);
+    int rc = peek_open(path, &tmp, err, errlen);
+    if (rc == RB_OK) {
+        rc = rb_results_attr_get_i64(&tmp, "/", name, v, err, errlen);
+        H5Fclose(tmp.file);
+    }
     return rc;
 }
 
