@@ -33,6 +33,8 @@ typedef struct {
     int resume;
     int quiet;
     int case_no, n_cases;
+    int n_ran;     /* cases computed by this run (the rest were kept from the file) */
+    int line_open; /* rank 0: a case's progress line waits for its end */
     int n_kept;      /* cases complete in the file: flushed by this run or kept on resume */
     int n_flushed;   /* flushes of the file that succeeded in this run */
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
@@ -465,8 +467,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             continue;
         }
         double tc = MPI_Wtime();
-        if (r->rank == 0 && !r->quiet)
+        if (r->rank == 0 && !r->quiet) {
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
+            r->line_open = 1;
+        }
 
         rb_config_rope_params(c, m, L, &pp);
         pp.attention_factor = c->method_af[mi]; /* this entry's own */
@@ -613,7 +617,9 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             for (int64_t i = 0; i < nq; i++) me += ent[i];
             fprintf(stderr, "%7.2f s  (compute %.2f s, mean entropy %.4f)\n",
                     MPI_Wtime() - tc, tsum.compute_s, me / (double)nq);
+            r->line_open = 0;
         }
+        r->n_ran++;
         if (r->abort_after > 0 && r->case_no >= r->abort_after) {
             if (r->rank == 0)
                 fprintf(stderr, "ropebench: ROPEBENCH_TEST_ABORT_AFTER=%d reached, "
@@ -828,7 +834,8 @@ static int note_resume(rb_run *r, int argc, char **argv)
         rc = rb_results_attr_str(r->res, "/", "resume_command_line", cmd, r->err,
                                  sizeof r->err);
     if (rc == RB_OK && r->rank == 0 && !r->quiet)
-        fprintf(stderr, "ropebench: resuming %d cases in an existing file\n", r->n_cases);
+        fprintf(stderr, "ropebench: resuming a study of %d cases in an existing file\n",
+                r->n_cases);
     return rc;
 }
 
@@ -1196,7 +1203,7 @@ int rb_cmd_run(int argc, char **argv)
     }
     if (rc != RB_OK) {
         if (r.rank == 0) {
-            fprintf(stderr, "\nropebench: %s\n", r.err);
+            fprintf(stderr, "%sropebench: %s\n", r.line_open ? "\n" : "", r.err);
             rb_cli_space_hint(out_path);
             if (r.staged && r.n_kept > 0)
                 fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
@@ -1234,8 +1241,15 @@ int rb_cmd_run(int argc, char **argv)
         }
     }
     if (exit_code == 0 && r.rank == 0 && !r.quiet)
-        fprintf(stderr, "ropebench: %d cases in %.1f s -> %s\n", r.n_cases,
-                MPI_Wtime() - r.t_start, out_path);
+    {
+        if (r.n_ran == r.n_cases)
+            fprintf(stderr, "ropebench: %d cases in %.1f s -> %s\n", r.n_cases,
+                    MPI_Wtime() - r.t_start, out_path);
+        else
+            fprintf(stderr, "ropebench: %d of %d cases run (the other %d kept from the file) "
+                            "in %.1f s -> %s\n", r.n_ran, r.n_cases, r.n_cases - r.n_ran,
+                    MPI_Wtime() - r.t_start, out_path);
+    }
     if (exit_code == 0 && r.rank == 0) printf("%s\n", out_path);
 
 cleanup:
