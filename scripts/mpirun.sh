@@ -2,11 +2,13 @@
 # mpirun.sh — mpirun with the flags this machine needs: --allow-run-as-root as root,
 # --oversubscribe when ranks exceed cores, ROMIO for MPI-IO (Open MPI 4.1's ompio has
 # hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
-# a single-threaded OpenBLAS pool (the kernels thread with OpenMP).
+# a single-threaded OpenBLAS pool (the kernels thread with OpenMP), and --quiet, so that
+# a rank's one-line error is not followed by Open MPI's banners about the exit status
+# (the status itself is passed on).
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
 n=$1; shift
-flags=()
+flags=(--quiet)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 [ "$n" -gt "$(nproc)" ] && flags+=(--oversubscribe)
 export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
