@@ -24,6 +24,7 @@ refused outputs the file's bytes unchanged):
   run --resume with another kernel, or another --dump-inputs, than the file's cases
                                                      exit 2, unchanged
   run --resume, run -o, bench -o a file of format_version 99   exit 2, unchanged
+  run --resume where a complete case lost rows/lse   exit 0, that case redone
 
 usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 """
@@ -279,6 +280,25 @@ def main():
                r"does not write", env=dict(os.environ, ROPEBENCH_ISA="ref"))
     if digest(future) != before:
         failed.append("a refused command changed the format_version 99 file")
+
+    # a case marked complete whose rows/lse is gone (edited, damaged) is redone by
+    # --resume, not kept
+    holed = os.path.join(work, "holed.h5")
+    ref_only = dict(os.environ, ROPEBENCH_ISA="ref")
+    subprocess.run(mpi + ["1", exe, "run", "-q"] + tiny + ["-o", holed], env=ref_only,
+                   capture_output=True, timeout=120)
+    with h5py.File(holed, "r+") as f:
+        first = sorted(f["cases"])[0]
+        del f["cases"][first]["rows"]["lse"]
+    p = subprocess.run(mpi + ["1", exe, "run", "--resume"] + tiny + ["-o", holed],
+                       env=ref_only, capture_output=True, text=True, timeout=120)
+    with h5py.File(holed, "r") as f:
+        back = "lse" in f["cases"][first]["rows"]
+    if p.returncode != 0 or not back or "1 of 2 cases run" not in p.stderr:
+        failed.append(f"--resume kept a complete case without rows/lse: exit {p.returncode}, "
+                      f"lse back {back}: {p.stderr[-400:]!r}")
+    else:
+        print(f"ok   --resume redoes {first}, which had lost rows/lse")
 
     for x in failed:
         print("FAIL", x)
