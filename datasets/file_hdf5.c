@@ -15,6 +15,9 @@
 
 #include "rb_kernels.h"
 
+/* Largest |value| the file dataset accepts (see the read's check). */
+#define RB_FILE_MAX_ABS 1e15f
+
 #define MSG_LEN 512
 
 static const char *const tensor_names[3] = {"q", "k", "v"};
@@ -356,13 +359,20 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
     if (H5Dread(src->dset[t], H5T_NATIVE_FLOAT, mspace, fspace, src->dxpl, dst) < 0)
         rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: reading dataset %s (head %d) failed",
                      src->path, tensor_names[t], head);
-    /* the kernels and metrics take finite inputs: a NaN or inf in the file is named */
+    /* the kernels and metrics take finite inputs whose scores stay finite in float32
+     * (|q.k| <= d * max|x|^2 < 3.4e38 for d up to 2^20): a NaN, an inf or a value
+     * beyond RB_FILE_MAX_ABS in the file is named */
     for (int64_t r = 0; rc == RB_OK && r < m; r++) {
         const float *row = (const float *)dst + (size_t)r * (size_t)d;
         for (int i = 0; i < d; i++)
-            if (!isfinite(row[i])) {
+            if (!isfinite(row[i]) || fabsf(row[i]) > RB_FILE_MAX_ABS) {
                 rc = rb_errf(msg, sizeof msg, RB_EFORMAT,
-                             "%s: dataset %s has a non-finite value (%g) at [%d][%lld][%d]",
+                             isfinite(row[i])
+                                 ? "%s: dataset %s has a value too large (%g) at "
+                                   "[%d][%lld][%d]: beyond 1e15 its scores would overflow "
+                                   "float32"
+                                 : "%s: dataset %s has a non-finite value (%g) at "
+                                   "[%d][%lld][%d]",
                              src->path, tensor_names[t], (double)row[i], head,
                              (long long)(sorted ? pos[r] : u[r]), i);
                 break;

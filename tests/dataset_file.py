@@ -51,6 +51,11 @@ def make(d):
     write(f"{d}/nan_k.h5", {})
     with h5py.File(f"{d}/nan_k.h5", "a") as f:
         f["k"][1, 7, 3] = np.nan
+    # a finite value whose scores would overflow float32 (1e37; until 2026-11-30 the run
+    # exited 0 with lse = -inf in every row)
+    write(f"{d}/huge_q.h5", {})
+    with h5py.File(f"{d}/huge_q.h5", "a") as f:
+        f["q"][0, 5, 2] = np.float32(-1e37)
     write(f"{d}/lzf.h5", {}, skip=("k",))
     with h5py.File(f"{d}/lzf.h5", "a") as f:
         f.create_dataset("k", data=np.ones((H, S, D), np.float32), compression="lzf")

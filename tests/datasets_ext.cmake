@@ -72,6 +72,13 @@ rb_add_test(NAME dataset_file_error_nan COMMAND ${RB_PYTHON}
   --set study.datasets=file --set file.path=${RB_DF_WORK}/nan_k.h5 -o ${RB_DF_WORK}/nan_out.h5)
 set_tests_properties(dataset_file_error_nan PROPERTIES FIXTURES_REQUIRED rb_dataset_files
   LABELS cli PROCESSORS 2)
+# so does a finite value large enough to overflow the float32 scores
+rb_add_test(NAME dataset_file_error_huge COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "huge_q.h5: dataset q has a value too large \\(-1e\\+37\\) at \\[0\\]\\[5\\]\\[2\\]: beyond 1e15" --
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set study.datasets=file --set file.path=${RB_DF_WORK}/huge_q.h5 -o ${RB_DF_WORK}/huge_out.h5)
+set_tests_properties(dataset_file_error_huge PROPERTIES FIXTURES_REQUIRED rb_dataset_files
+  LABELS cli PROCESSORS 2)
 # the same on 2 ranks: every rank agrees, rank 0 speaks once
 rb_file_error(mpi_short "short.h5: dataset k has shape"
   ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
