@@ -667,6 +667,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     int rc = RB_OK;
     rb_topo topo;
     int have_topo = 0;
+    char (*planned)[160] = NULL;
     char cmd[4096] = "", created[64] = "", mpiv[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     char cpu[128] = "", isa[256] = "", blas[256] = "";
 
@@ -736,6 +737,34 @@ static int write_provenance(rb_run *r, int argc, char **argv)
                                  (const char *const *)topo.rank_host, 0, e, el));
     TRY(rb_results_write_strings(r->res, "/provenance/rank_binding", topo.nranks,
                                  (const char *const *)topo.rank_binding, 0, e, el));
+    /* the study's cases in run order, so that a reader can tell the ones never run */
+    planned = malloc((size_t)(r->n_cases > 0 ? r->n_cases : 1) * sizeof *planned);
+    if (!planned) {
+        rc = rb_errf(e, el, RB_ENOMEM, "out of memory (case names)");
+        goto cleanup;
+    }
+    int np = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        if (!r->cfg->modes[mode]) continue;
+        const int nl = mode == RB_MODE_FULL ? r->cfg->n_full_lens : r->cfg->n_probe_lens;
+        const int64_t *lens = mode == RB_MODE_FULL ? r->cfg->full_lens : r->cfg->probe_lens;
+        for (int k = 0; k < nl; k++)
+            for (int di = 0; di < r->cfg->n_datasets; di++)
+                for (int mi = 0; mi < r->cfg->n_methods && np < r->n_cases; mi++, np++)
+                    case_name(planned[np], sizeof planned[np], r->cfg, mi, lens[k], mode,
+                              r->cfg->datasets[di]);
+    }
+    {
+        const char **pv = malloc((size_t)(np > 0 ? np : 1) * sizeof *pv);
+        if (!pv) {
+            rc = rb_errf(e, el, RB_ENOMEM, "out of memory (case names)");
+            goto cleanup;
+        }
+        for (int i = 0; i < np; i++) pv[i] = planned[i];
+        rc = rb_results_write_strings(r->res, "/provenance/planned_cases", np, pv, 0, e, el);
+        free(pv);
+        if (rc != RB_OK) goto cleanup;
+    }
     TRY(rb_results_flush(r->res, e, el));
     r->n_flushed++;
     if (r->rank == 0 && !r->quiet) {
@@ -747,6 +776,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     }
 cleanup:
     if (have_topo) rb_topo_free(&topo);
+    free(planned);
     return rc;
 }
 

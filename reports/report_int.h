@@ -135,6 +135,8 @@ typedef struct {
     rp_bench bench;
     char **rank_host, **rank_binding, **hosts;
     size_t nrank_host, nrank_binding, nhosts;
+    char **planned; /* /provenance/planned_cases: the study's cases (absent: 0) */
+    size_t nplanned;
     size_t *topo_xml_len; /* length of each host's hwloc XML */
     size_t ntopo;
     rp_case *cases;

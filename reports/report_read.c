@@ -1064,6 +1064,7 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
         dset_strings(g, "rank_host", &f->rank_host, &f->nrank_host);
         dset_strings(g, "rank_binding", &f->rank_binding, &f->nrank_binding);
         dset_strings(g, "hosts", &f->hosts, &f->nhosts);
+        dset_strings(g, "planned_cases", &f->planned, &f->nplanned);
         strings_lengths(g, "topology_xml", &f->topo_xml_len, &f->ntopo);
         f->peak_gflops = f->triad_gbps = NAN;
         peaks_read(g, "peak_fma_gflops", &f->peak_gflops, &f->peak_ranks);
@@ -1115,6 +1116,7 @@ void rp_file_free(rp_file *f)
     strv_free(f->rank_host, f->nrank_host);
     strv_free(f->rank_binding, f->nrank_binding);
     strv_free(f->hosts, f->nhosts);
+    strv_free(f->planned, f->nplanned);
     free(f->topo_xml_len);
     bench_free(&f->bench);
     for (size_t i = 0; i < f->ncases; i++) {

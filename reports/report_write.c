@@ -35,6 +35,43 @@ static size_t count_complete(const rp_file *f)
     return n;
 }
 
+/* Whether the study's case i (/provenance/planned_cases) is in the file at all (a run
+ * that stopped before it began a case leaves no group for it). */
+static int planned_in_file(const rp_file *f, size_t i)
+{
+    for (size_t j = 0; j < f->ncases; j++)
+        if (f->cases[j].name && strcmp(f->cases[j].name, f->planned[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The summary line under the title: complete, incomplete and never-run cases (the first
+ * RP_MISSING_LIST of the latter by name), escaped for Markdown or HTML. */
+#define RP_MISSING_LIST 8
+static void write_case_summary(FILE *o, const rp_file *f, int html)
+{
+    size_t missing = 0;
+    for (size_t i = 0; i < f->nplanned; i++)
+        missing += !planned_in_file(f, i);
+    const size_t done = count_complete(f);
+    fprintf(o, " — %zu complete case(s), %zu incomplete or unreadable", done,
+            f->ncases - done);
+    if (missing) {
+        fprintf(o, "; %zu of the study's %zu case(s) never run: ", missing, f->nplanned);
+        size_t shown = 0;
+        for (size_t i = 0; i < f->nplanned && shown < RP_MISSING_LIST; i++) {
+            if (planned_in_file(f, i)) continue;
+            fprintf(o, "%s", shown++ ? ", " : "");
+            if (html) rp_html_esc(o, f->planned[i]);
+            else rp_md_esc(o, f->planned[i]);
+        }
+        if (missing > shown) fprintf(o, ", …");
+        fprintf(o, html ? " (<code>run --resume</code> with the same study does them)"
+                        : " (`run --resume` with the same study does them)");
+    }
+    fprintf(o, ".");
+}
+
 /* Caption of a plot (plain text, escaped by the caller). */
 static int finish(FILE *o, const char *path, char *err, size_t errlen)
 {
@@ -251,8 +288,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
                        strerror(errno));
     fprintf(o, "# ropebench report\n\nResults file: `");
     rp_md_esc(o, f->path);
-    fprintf(o, "` — %zu complete case(s), %zu incomplete or unreadable.\n\n",
-            count_complete(f), f->ncases - count_complete(f));
+    fprintf(o, "`");
+    write_case_summary(o, f, 0);
+    fprintf(o, "\n\n");
 
     fprintf(o, "## Provenance\n\n| attribute | value |\n|---|---|\n");
     for (size_t i = 0; i < f->root.n; i++) {
@@ -386,8 +424,9 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
             "svg{max-width:100%%;height:auto}\n.warn{color:#a40}\n"
             "</style>\n</head>\n<body>\n<h1>ropebench report</h1>\n<p>Results file: <code>");
     rp_html_esc(o, f->path);
-    fprintf(o, "</code> — %zu complete case(s), %zu incomplete or unreadable.</p>\n",
-            count_complete(f), f->ncases - count_complete(f));
+    fprintf(o, "</code>");
+    write_case_summary(o, f, 1);
+    fprintf(o, "</p>\n");
 
     fprintf(o, "<h2>Provenance</h2>\n<table>\n");
     for (size_t i = 0; i < f->root.n; i++)

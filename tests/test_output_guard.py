@@ -25,6 +25,7 @@ refused outputs the file's bytes unchanged):
                                                      exit 2, unchanged
   run --resume, run -o, bench -o a file of format_version 99   exit 2, unchanged
   run --resume where a complete case lost rows/lse   exit 0, that case redone
+  report a run stopped after its first case          names the case never run
 
 usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 """
@@ -254,6 +255,13 @@ def main():
     ref_env = dict(os.environ, ROPEBENCH_ISA="ref", ROPEBENCH_TEST_ABORT_AFTER="1")
     subprocess.run(mpi + ["1", exe, "run", "-q"] + tiny + ["-o", mixed], env=ref_env,
                    capture_output=True, timeout=120)
+    # the report names the study's cases the stopped run never began
+    rep_mixed = os.path.join(work, "rep-mixed")
+    expect("report a stopped run", [exe, "report", mixed, "-o", rep_mixed], 0, None)
+    md = open(os.path.join(rep_mixed, "report.md")).read()
+    if "1 of the study's 2 case(s) never run: none-L96-full-gaussian" not in md:
+        failed.append("report of a stopped run does not name the case never run: " +
+                      md.splitlines()[2][:300])
     before = digest(mixed)
     expect("run --resume with another kernel",
            mpi + ["1", exe, "run", "-q", "--resume"] + tiny + ["-o", mixed], 2,
