@@ -918,6 +918,11 @@ int rb_cmd_bench(int argc, char **argv)
     }
     if (o.out) {
         /* MPI only for the results file; an existing file must open as a results file */
+        if (rb_cli_fsize_floor(err, sizeof err) != RB_OK) {
+            fprintf(stderr, "ropebench: bench: %s\n", err);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
         if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
             fprintf(stderr, "ropebench: bench: MPI_Init failed\n");
             code = RB_EXIT_FAIL;

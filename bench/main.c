@@ -83,6 +83,19 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
     return buf;
 }
 
+/* rb_cli_fsize_floor: see rb_bench.h. */
+int rb_cli_fsize_floor(char *err, size_t errlen)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= RB_CLI_FSIZE_FLOOR)
+        return RB_OK;
+    return rb_errf(err, errlen, RB_EIO,
+                   "the file-size limit (ulimit -f) is %llu KiB: MPI's start-up writes "
+                   "files of a few MiB; allow at least %d MiB",
+                   (unsigned long long)(rl.rlim_cur >> 10), (int)(RB_CLI_FSIZE_FLOOR >> 20));
+}
+
 /* rb_cli_fsize_hook: see rb_bench.h. */
 void rb_cli_fsize_hook(void)
 {
@@ -253,6 +266,10 @@ int main(int argc, char **argv)
     /* Threads come from OpenMP inside the kernels; OpenBLAS's own pool would only
      * spin beside them (the blas kernel asks for 1 thread per call anyway). */
     openblas_set_num_threads(1);
+    /* a file-size limit fails the write (EFBIG), which every writer here reports,
+     * instead of killing the process with SIGXFSZ; from the start, since MPI_Init
+     * writes files of its own */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return RB_EXIT_USAGE;

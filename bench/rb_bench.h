@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "rb_datasets.h"
 #include "rb_kernels.h"
@@ -212,6 +213,13 @@ const char *rb_cli_refusal(int kind);
  * when both exist (links count), the same directory (after realpath) and name when
  * neither does; 0 when only one exists. */
 int rb_cli_same_file(const char *a, const char *b);
+
+/* rb_cli_fsize_floor: RB_OK unless the process's file-size limit (ulimit -f) is below
+ * RB_CLI_FSIZE_FLOOR, which MPI_Init itself needs for its shared-memory files (Open MPI
+ * 4.1 fails inside MPI_Init below ~3 MiB); then RB_EIO with one line saying so. run and
+ * bench -o call it before MPI_Init. (main ignores SIGXFSZ from the start.) */
+#define RB_CLI_FSIZE_FLOOR ((rlim_t)16 << 20)
+int rb_cli_fsize_floor(char *err, size_t errlen);
 
 /* rb_cli_fsize_hook: called by run and bench once MPI is up, before the results file is
  * opened. Ignores SIGXFSZ, so that a file-size limit (ulimit -f) fails a write with

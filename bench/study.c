@@ -1149,6 +1149,13 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
 
+    if ((rc = rb_cli_fsize_floor(r.err, sizeof r.err)) != RB_OK) {
+        /* MPI is not up: rank 0 as the launcher numbers it says so */
+        const char *wr = getenv("OMPI_COMM_WORLD_RANK");
+        if (!wr || strcmp(wr, "0") == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     if (cfg.threads > 0) rb_kernels_set_threads(cfg.threads);
     MPI_Init(&argc, &argv);
     mpi_up = 1;

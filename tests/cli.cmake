@@ -233,3 +233,10 @@ foreach(kv avx512:fp32 blas:fp32 avx512_bf16:bf16)
       PROCESSORS ${np} LABELS "mpi;fast")
   endforeach()
 endforeach()
+
+# a file-size limit below what MPI_Init needs for its own files: one line, exit 2,
+# before MPI starts (Open MPI's own failure inside MPI_Init was a page of PMIx errors)
+rb_cli_error(run_fsize_floor 2 "^ropebench: the file-size limit \\(ulimit -f\\) is 500 KiB: MPI's start-up"
+  bash -c "ulimit -f 500 && exec \"$0\" run -q -o ${RB_WORK}/fsize.h5" ${RB_EXE})
+rb_cli_error(bench_fsize_floor 2 "^ropebench: bench: the file-size limit \\(ulimit -f\\) is 500 KiB"
+  bash -c "ulimit -f 500 && exec \"$0\" bench --quick --only rope --kernels ref -o ${RB_WORK}/fsize-b.h5" ${RB_EXE})
