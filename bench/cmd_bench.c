@@ -450,6 +450,26 @@ static int bench_check_json(const char *path, const char *out, char *err, size_t
         return rb_errf(err, el, RB_EINVAL, "--json %s: %s; --json would overwrite it with "
                        "JSON: choose another name", path,
                        kind == RB_CLI_RESULTS ? "a ropebench results file" : "an HDF5 file");
+    if (kind == RB_CLI_NOT_HDF5) {
+        /* an existing file is replaced only when it looks like JSON as an earlier --json
+         * left it (an array of objects: '[' then '{' or ']'; or an object), not a config
+         * ("[model]" starts like an array), a script or notes */
+        struct stat st;
+        int c = EOF, json = 0;
+        FILE *f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
+        if (f) {
+            for (int k = 0; k < 2; k++) {
+                do c = getc(f);
+                while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
+                if (k == 0 && c != '[') break;
+            }
+            json = c == '{' || c == ']';
+            fclose(f);
+        }
+        if (f && !json)
+            return rb_errf(err, el, RB_EINVAL, "--json %s: an existing file that is not "
+                           "JSON; --json replaces only JSON: choose another name", path);
+    }
     return RB_OK;
 }
 
@@ -827,8 +847,19 @@ int rb_cmd_bench(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
         case O_QUICK: o.quick = 1; break;
-        case O_JSON: o.json = optarg; break;
-        case 'o': o.out = optarg; break;
+        case O_JSON:
+        case 'o': {
+            /* one of each: a second would silently win */
+            const char **slot = opt == 'o' ? &o.out : &o.json;
+            if (*slot) {
+                fprintf(stderr, "ropebench: bench: %s given twice ('%.200s', then '%.200s')\n",
+                        opt == 'o' ? "-o/--output" : "--json", *slot, optarg);
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            *slot = optarg;
+            break;
+        }
         case O_REPS:
             if (parse_count("--reps", optarg, 0, &o.reps)) { code = RB_EXIT_USAGE; goto cleanup; }
             o.reps_given = 1;

@@ -248,14 +248,21 @@ int rb_cmd_report(int argc, char **argv)
                                          {"version", no_argument, 0, 'V'},
                                          {0, 0, 0, 0}};
     const char *out = "report", *in = NULL;
-    int opt;
+    int opt, out_given = 0;
     char err[1024];
     optind = 1;
     opterr = 0;
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (opt) {
-        case 'o': out = optarg; break;
+        case 'o':
+            if (out_given++) { /* a second would silently win */
+                fprintf(stderr, "ropebench: report: -o/--output given twice ('%.200s', then "
+                                "'%.200s')\n", out, optarg);
+                return RB_EXIT_USAGE;
+            }
+            out = optarg;
+            break;
         case 'h':
             printf("usage: ropebench report RESULTS.h5 [-o DIR]\n\nRead a results file "
                    "(only the file) and write DIR/report.md, DIR/report.html\n(self-contained) "

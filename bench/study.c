@@ -1056,6 +1056,7 @@ int rb_cmd_run(int argc, char **argv)
     rb_config cfg;
     int have_cfg = 0, rc = RB_OK, exit_code = 0, opt, dry = 0, usage_err = 0, mpi_up = 0;
     const char *cfg_path = NULL, *out_path = "results.h5", *kernel_why = NULL;
+    int out_given = 0;
     char lock_path[4200] = "", final_path[PATH_MAX + 16] = "", staged_path[PATH_MAX + 16] = "";
     int lock_fd = -1;
     char **sets = NULL;
@@ -1076,9 +1077,20 @@ int rb_cmd_run(int argc, char **argv)
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":c:s:o:qh", opts, NULL)) != -1) {
         switch (opt) {
-        case 'c': cfg_path = optarg; break;
+        case 'c':
+        case 'o':
+            /* one study file and one results file: a second would silently win */
+            if (opt == 'c' ? cfg_path != NULL : out_given) {
+                snprintf(r.err, sizeof r.err, "run: %s given twice ('%.200s', then '%.200s')",
+                         opt == 'c' ? "-c/--config" : "-o/--output",
+                         opt == 'c' ? cfg_path : out_path, optarg);
+                usage_err = 1;
+                break;
+            }
+            if (opt == 'c') cfg_path = optarg;
+            else out_path = optarg, out_given = 1;
+            break;
         case 's': sets[n_sets++] = optarg; break;
-        case 'o': out_path = optarg; break;
         case 'D': r.dump = 1; break;
         case 'n': dry = 1; break;
         case 'R': r.resume = 1; break;

@@ -240,3 +240,13 @@ rb_cli_error(run_fsize_floor 2 "^ropebench: the file-size limit \\(ulimit -f\\) 
   bash -c "ulimit -f 500 && exec \"$0\" run -q -o ${RB_WORK}/fsize.h5" ${RB_EXE})
 rb_cli_error(bench_fsize_floor 2 "^ropebench: bench: the file-size limit \\(ulimit -f\\) is 500 KiB"
   bash -c "ulimit -f 500 && exec \"$0\" bench --quick --only rope --kernels ref -o ${RB_WORK}/fsize-b.h5" ${RB_EXE})
+
+# single-valued options given twice: refused (the second would silently win)
+rb_cli_error(run_output_twice 2 "^ropebench: run: -o/--output given twice \\('a.h5', then 'b.h5'\\)$"
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run --dry-run -q -o a.h5 --output=b.h5)
+rb_cli_error(run_config_twice 2 "^ropebench: run: -c/--config given twice"
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run --dry-run -q -c ${RB_SMALL} -c ${RB_SMALL})
+rb_cli_error(report_output_twice 2 "^ropebench: report: -o/--output given twice"
+  ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o r1 -o r2)
+rb_cli_error(bench_json_twice 2 "^ropebench: bench: --json given twice"
+  ${RB_EXE} bench --quick --json a.json --json b.json)

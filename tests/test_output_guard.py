@@ -26,6 +26,7 @@ refused outputs the file's bytes unchanged):
   run --resume, run -o, bench -o a file of format_version 99   exit 2, unchanged
   run --resume where a complete case lost rows/lse   exit 0, that case redone
   report a run stopped after its first case          names the case never run
+  bench --json a study INI file                      exit 2, unchanged
 
 usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 """
@@ -255,6 +256,16 @@ def main():
     ref_env = dict(os.environ, ROPEBENCH_ISA="ref", ROPEBENCH_TEST_ABORT_AFTER="1")
     subprocess.run(mpi + ["1", exe, "run", "-q"] + tiny + ["-o", mixed], env=ref_env,
                    capture_output=True, timeout=120)
+    # --json replaces only JSON: a study INI (which starts with '[' too) is left alone
+    ini = os.path.join(work, "study.ini")
+    with open(ini, "w") as f:
+        f.write("[model]\nhead_dim = 32\n")
+    before = digest(ini)
+    expect("bench --json an INI file", [exe, "bench", "--quick", "--only", "rope", "--kernels",
+                                        "ref", "--threads", "1", "--json", ini], 2,
+           r"--json .*study\.ini: an existing file that is not JSON")
+    if digest(ini) != before:
+        failed.append("bench --json changed the INI file it refused")
     # the report names the study's cases the stopped run never began
     rep_mixed = os.path.join(work, "rep-mixed")
     expect("report a stopped run", [exe, "report", mixed, "-o", rep_mixed], 0, None)
