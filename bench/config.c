@@ -218,6 +218,9 @@ static int fits(char *buf, size_t n, const char *s)
 
 #define KEYNAME(i) RB_KEYS[i].section, RB_KEYS[i].key
 
+/* The shortest sequence the metrics take: rb_metrics_bins needs a distance >= 1. */
+#define RB_METRICS_MIN_LEN 2
+
 static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
                      char *err, size_t errlen)
 {
@@ -611,10 +614,12 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     c->modes[0] = c->modes[1] = 0;
     for (int k = 0; k < n; k++) c->modes[tmp[k]] = 1;
+    int probe_from_full = 0; /* probe_lens copied from seq_lens: errors name that key */
     if (c->modes[RB_MODE_PROBE] && c->n_probe_lens == 0) {
         /* no probe_seq_lens: probe the same lengths as full mode */
         memcpy(c->probe_lens, c->full_lens, sizeof c->full_lens);
         c->n_probe_lens = c->n_full_lens;
+        probe_from_full = 1;
     }
     if (c->modes[RB_MODE_FULL] && c->n_full_lens == 0)
         return rb_errf(err, errlen, RB_EINVAL,
@@ -687,6 +692,20 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
                         1 << 20, &x, err, errlen)))
         return rc;
     c->metrics_precision_keys = (int)x;
+    /* the metrics' distance and position bins (rb_metrics_bins) need L >= 2: a shorter
+     * case would fail only once the run has replaced its results file */
+    for (int w = 0; c->metrics_enabled && w < 2; w++) {
+        const int64_t *l = w ? c->probe_lens : c->full_lens;
+        const int nl = !c->modes[w ? RB_MODE_PROBE : RB_MODE_FULL] ? 0
+                       : w ? c->n_probe_lens : c->n_full_lens;
+        for (int k = 0; k < nl; k++)
+            if (l[k] < RB_METRICS_MIN_LEN)
+                return rb_errf(err, errlen, RB_EINVAL,
+                               "study.%s: seq_len %lld is too short for the metrics (at "
+                               "least %d tokens, or metrics.enabled = false)",
+                               w && !probe_from_full ? "probe_seq_lens" : "seq_lens",
+                               (long long)l[k], RB_METRICS_MIN_LEN);
+    }
 
     /* [needle] */
     int nq = 0;

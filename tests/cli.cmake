@@ -58,6 +58,14 @@ set_tests_properties(cli_long_lines PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 128\n.*short_factor = (1\\.0,)+1\\.0\nlong_factor = (1\\.0,)+2\\.0\n")
 rb_cli_error(seq_len_twice 2 "study.seq_lens: 64 listed twice" ${R} --set study.seq_lens=64,128,64)
 rb_cli_error(probe_len_twice 2 "study.probe_seq_lens: 1048576 listed twice" ${R} --set study.probe_seq_lens=1M,1048576)
+# the metrics' distance bins need 2 tokens: a 1-token case is refused before any work
+# (it failed only after the results file was replaced), unless the metrics are off
+set(RL1 ${R} --set study.shard_layout=contiguous --set study.datasets=gaussian)
+rb_cli_error(seq_len_1_metrics 2 "^ropebench: study.seq_lens: seq_len 1 is too short for the metrics" ${RL1} --set study.seq_lens=1)
+rb_cli_error(probe_len_1_metrics 2 "^ropebench: study.probe_seq_lens: seq_len 1 is too short for the metrics" ${RL1} --set study.probe_seq_lens=64,1)
+rb_add_test(NAME cli_seq_len_1_no_metrics COMMAND ${RL1} --set study.seq_lens=1
+  --set study.modes=full --set metrics.enabled=false)
+set_tests_properties(cli_seq_len_1_no_metrics PROPERTIES LABELS "cli")
 rb_cli_error(af_same_label 2 "scaling.attention_factor: 1 and 1.0000001 both name their cases -af1" ${R} --set scaling.attention_factor=1,1.0000001)
 rb_cli_error(ntk_rotary_2 2 "scaling.methods: ntk at seq_len 4096: rotary_dim: must be > 2" ${R} --set model.rotary_dim=2 --set scaling.methods=ntk)
 rb_cli_error(factor_huge 2 "scaling.factor = 1e\\+20: must be <= 1e6" ${R} --set scaling.factor=1e20)
