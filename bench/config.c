@@ -221,6 +221,9 @@ static int fits(char *buf, size_t n, const char *s)
 /* The shortest sequence the metrics take: rb_metrics_bins needs a distance >= 1. */
 #define RB_METRICS_MIN_LEN 2
 
+/* The largest model.original_ctx (2^26): the phase-distance metric's cost is linear in it. */
+#define RB_ORIGINAL_CTX_MAX ((int64_t)1 << 26)
+
 static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
                      char *err, size_t errlen)
 {
@@ -515,9 +518,19 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     if ((rc = parse_f64(V("model", "base"), K("model", "base"), 1.0000001, 1e12, &c->base,
                         err, errlen)))
         return rc;
-    if ((rc = parse_i64(V("model", "original_ctx"), K("model", "original_ctx"), 2,
-                        (int64_t)1 << 40, &c->original_ctx, err, errlen)))
+    /* the phase-distance metric (metric 2) scans every trained position per distance:
+     * its cost grows linearly with L0 (about 5 s per case at 2^27) */
+    if ((rc = parse_i64(V("model", "original_ctx"), K("model", "original_ctx"), INT64_MIN,
+                        INT64_MAX, &c->original_ctx, err, errlen)))
         return rc;
+    if (c->original_ctx > RB_ORIGINAL_CTX_MAX)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "model.original_ctx = %lld: above %lld, the largest supported (the "
+                       "phase-distance metric's cost grows with it)",
+                       (long long)c->original_ctx, (long long)RB_ORIGINAL_CTX_MAX);
+    if (c->original_ctx < 2)
+        return rb_errf(err, errlen, RB_EINVAL, "model.original_ctx = %lld: must be in [2, %lld]",
+                       (long long)c->original_ctx, (long long)RB_ORIGINAL_CTX_MAX);
     if ((rc = parse_name_list(V("model", "layout"), K("model", "layout"), layout_parse,
                               "neox, gptj", tmp, 1, &n, err, errlen)))
         return rc;

@@ -66,6 +66,9 @@ rb_cli_error(probe_len_1_metrics 2 "^ropebench: study.probe_seq_lens: seq_len 1 
 rb_add_test(NAME cli_seq_len_1_no_metrics COMMAND ${RL1} --set study.seq_lens=1
   --set study.modes=full --set metrics.enabled=false)
 set_tests_properties(cli_seq_len_1_no_metrics PROPERTIES LABELS "cli")
+# original_ctx up to 2^26: metric 2's cost is linear in it (2^40 meant hours per case)
+rb_cli_error(original_ctx_huge 2 "^ropebench: model.original_ctx = 67108865: above 67108864, the largest supported \\(the phase-distance metric's cost" ${R} --set model.original_ctx=67108865)
+rb_cli_error(original_ctx_1 2 "^ropebench: model.original_ctx = 1: must be in \\[2, 67108864\\]" ${R} --set model.original_ctx=1)
 rb_cli_error(af_same_label 2 "scaling.attention_factor: 1 and 1.0000001 both name their cases -af1" ${R} --set scaling.attention_factor=1,1.0000001)
 rb_cli_error(ntk_rotary_2 2 "scaling.methods: ntk at seq_len 4096: rotary_dim: must be > 2" ${R} --set model.rotary_dim=2 --set scaling.methods=ntk)
 rb_cli_error(factor_huge 2 "scaling.factor = 1e\\+20: must be <= 1e6" ${R} --set scaling.factor=1e20)
