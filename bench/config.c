@@ -1,6 +1,7 @@
 /* config.c — study configuration: the key table, INI parsing, --set overrides, typed validation with one-line errors, and the resolved INI text. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,9 +135,11 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
     size_t cap = 0;
     long ln = 0;
     int rc = RB_OK;
-    ssize_t len;
-    errno = 0;
-    while ((len = getline(&buf, &cap, f)) >= 0) {
+    for (;;) {
+        errno = 0; /* getline's -1 is an error, not the end, when it sets errno */
+        const ssize_t len = getline(&buf, &cap, f);
+        if (len < 0)
+            break;
         ln++;
         if ((size_t)len != strlen(buf)) {
             rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: NUL byte in the line",
@@ -198,9 +201,8 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
         }
         if ((rc = ini_key(c, sec, name, value, ln)))
             goto cleanup;
-        errno = 0;
     }
-    if (ferror(f))
+    if (ferror(f) || errno) /* a failed read or allocation (ENOMEM), not the end */
         rc = rb_errf(c->err, c->errlen, RB_EIO, "%s: cannot read config: %s", c->file,
                      strerror(errno ? errno : EIO));
 cleanup:
@@ -834,6 +836,35 @@ static char *render_text(char **v)
     return s;
 }
 
+/* Open the study file for reading: a regular file only (a FIFO would block the
+ * open or the read, a device such as /dev/zero never ends), opened without blocking
+ * and checked on the descriptor before anything is read. */
+static int open_config(const char *path, FILE **out, char *err, size_t errlen)
+{
+    if (!*path)
+        return rb_errf(err, errlen, RB_EINVAL, "-c: empty file name");
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return rb_errf(err, errlen, RB_EIO, "%s: cannot open config: %s", path,
+                       strerror(errno));
+    struct stat st;
+    int rc = RB_OK;
+    if (fstat(fd, &st) != 0)
+        rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", path, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        rc = rb_errf(err, errlen, RB_EINVAL, "%s: cannot read config: is a directory", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = rb_errf(err, errlen, RB_EINVAL, "-c %s: not a regular file", path);
+    else {
+        const int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || !(*out = fdopen(fd, "r")))
+            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", path,
+                         strerror(errno));
+    }
+    if (rc) close(fd);
+    return rc;
+}
+
 int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_sets,
                    char *err, size_t errlen)
 {
@@ -848,19 +879,8 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
 
     if (path) {
         ctx.file = path;
-        FILE *f = fopen(path, "r");
-        if (!f) {
-            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot open config: %s", path,
-                         strerror(errno));
-            goto cleanup;
-        }
-        struct stat st;
-        if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-            fclose(f);
-            rc = rb_errf(err, errlen, RB_EINVAL, "%s: cannot read config: is a directory",
-                         path);
-            goto cleanup;
-        }
+        FILE *f = NULL;
+        if ((rc = open_config(path, &f, err, errlen))) goto cleanup;
         rc = ini_read(&ctx, f);
         fclose(f);
         if (rc) goto cleanup;

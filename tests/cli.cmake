@@ -85,6 +85,29 @@ rb_cli_error(bench_output_not_regular 2 "bench: -o /dev/null: not a regular file
 rb_cli_error(bench_output_no_dir 2 "bench: -o .*/no-such-dir/x.h5: its directory does not exist" ${RB_EXE} bench --quick -o ${RB_WORK}/no-such-dir/x.h5)
 rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
 rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})
+# a config must be a regular file: /dev/null ran the default study, a FIFO blocked the
+# open forever; an empty name is called one
+rb_cli_error(config_not_regular 2 "^ropebench: -c /dev/null: not a regular file$" ${R} -c /dev/null)
+rb_cli_error(config_empty_name 2 "^ropebench: -c: empty file name$" ${R} --config=)
+find_program(RB_MKFIFO mkfifo)
+if(RB_MKFIFO AND NOT EXISTS ${RB_WORK}/fifo.ini)
+  execute_process(COMMAND ${RB_MKFIFO} ${RB_WORK}/fifo.ini)
+endif()
+if(EXISTS ${RB_WORK}/fifo.ini)
+  rb_cli_error(config_fifo 2 "^ropebench: -c .*/fifo.ini: not a regular file$" ${R} -c ${RB_WORK}/fifo.ini)
+  set_tests_properties(cli_error_config_fifo PROPERTIES TIMEOUT 60)
+endif()
+# a read that fails (here getline's ENOMEM on a 1 GiB line under an 800 MB address-space
+# limit) is an error, not the end of the file (it ran the default study, exit 0); not
+# under ASan, which cannot start with such a limit
+if(NOT RB_SANITIZE)
+  rb_add_test(NAME cli_error_config_read_error COMMAND sh -c
+    "f=$1 && shift && truncate -s 1G \"$f\" && ulimit -v 800000 && exec \"$@\""
+    sh ${RB_WORK}/huge_line.ini ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2
+    "^ropebench: .*huge_line.ini: cannot read config: Cannot allocate memory$"
+    -- ${R} -c ${RB_WORK}/huge_line.ini)
+  set_tests_properties(cli_error_config_read_error PROPERTIES LABELS "cli")
+endif()
 rb_cli_error(set_unknown 2 "--set model.hed_dim: unknown key" ${R} --set model.hed_dim=64)
 rb_cli_error(set_malformed 2 "expected section.key=value" ${R} --set head_dim)
 rb_cli_error(not_integer 2 "model.head_dim = 'abc': not an integer" ${R} --set model.head_dim=abc)
