@@ -254,6 +254,11 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not a number (too long)",
                        KEYNAME(i), s);
     char *t = trim(buf), *end = NULL;
+    /* strtod reads hexadecimal ("0x10" is 16); integer keys do not, nor do the docs */
+    const char *digits = t + (*t == '+' || *t == '-');
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a decimal number "
+                       "(hexadecimal is not accepted)", KEYNAME(i), s);
     errno = 0;
     double v = strtod(t, &end);
     if (*t && end && !*end && errno == ERANGE)

@@ -136,6 +136,9 @@ rb_cli_error(isa_unavailable 2 "ROPEBENCH_ISA=avx9000: unknown kernel" ${CMAKE_C
 # past a double's range named as such
 rb_cli_error(factor_as_written 2 "scaling.factor = 1000001: must be <= 1e6" ${R} --set scaling.factor=1000001)
 rb_cli_error(base_as_written 2 "model.base = 1.00000001: must be in \\[1.0000001, 1e\\+12\\]" ${R} --set model.base=1.00000001)
+# numbers are decimal: strtod would read a hexadecimal float (model.base=0x10 was 16)
+rb_cli_error(base_hex 2 "^ropebench: model.base = '0x10': not a decimal number" ${R} --set model.base=0x10)
+rb_cli_error(strength_hex 2 "^ropebench: needle.strength = '-0X1p1': not a decimal number" ${R} --set needle.strength=-0X1p1)
 rb_cli_error(factor_underflow 2 "scaling.factor = '1e-400': outside the range of a double" ${R} --set scaling.factor=1e-400)
 # ROPEBENCH_ISA outside a study: info reports an unknown one on stderr too; bench
 # measures the kernel it names, and refuses a --kernels that names another
