@@ -93,6 +93,32 @@ static int set_value(char **slot, const char *v)
     return RB_OK;
 }
 
+/* Copy s into buf[n] with its control characters escaped (\n, \t, \r, \xHH), so that a
+ * value echoed in an error keeps the message on one line; what does not fit is left
+ * off at a whole character. Returns buf. */
+static const char *esc(char *buf, size_t n, const char *s)
+{
+    size_t o = 0;
+    for (; *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        char e[8] = {(char)ch, '\0'};
+        if (ch == '\n' || ch == '\t' || ch == '\r')
+            snprintf(e, sizeof e, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
+        else if (ch < 0x20 || ch == 0x7f)
+            snprintf(e, sizeof e, "\\x%02x", ch);
+        const size_t l = strlen(e);
+        if (o + l >= n) break;
+        memcpy(buf + o, e, l);
+        o += l;
+    }
+    if (n) buf[o] = '\0';
+    return buf;
+}
+/* a user's text, escaped, for one error message (the buffer lives for the statement) */
+#define ESC(s) esc((char[256]){""}, 256, (s))
+/* its first 24 characters, before "..." */
+#define ESC_HEAD(s) esc((char[25]){""}, 25, (s))
+
 /* Whitespace, as the INI reader and --set trim it. */
 static char *trim(char *s)
 {
@@ -110,9 +136,9 @@ static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char 
     if (i < 0) {
         if (!section_known(sec))
             return rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: unknown section [%s] (key %s)",
-                           c->file, ln, sec, name);
+                           c->file, ln, ESC(sec), ESC(name));
         return rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: unknown key %s.%s", c->file, ln,
-                       sec, name);
+                       ESC(sec), ESC(name));
     }
     if (c->line[i] > 0)
         return rb_errf(c->err, c->errlen, RB_EINVAL,
@@ -196,7 +222,7 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
         }
         if (!*sec) {
             rc = rb_errf(c->err, c->errlen, RB_EINVAL,
-                         "%s:%ld: key %s before any [section]", c->file, ln, name);
+                         "%s:%ld: key %s before any [section]", c->file, ln, ESC(name));
             goto cleanup;
         }
         if ((rc = ini_key(c, sec, name, value, ln)))
@@ -231,12 +257,12 @@ static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
 {
     char buf[64];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not an integer (too long)",
-                       KEYNAME(i), s);
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not an integer (too long)",
+                       KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf);
     long long v = 0;
     if (rb_cli_parse_count(t, &v) != 0)
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': %s", KEYNAME(i), s,
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': %s", KEYNAME(i), ESC(s),
                        errno == ERANGE ? "outside the range of a 64-bit integer"
                                        : "not an integer");
     if (v < lo || v > hi)
@@ -251,22 +277,22 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
 {
     char buf[64];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not a number (too long)",
-                       KEYNAME(i), s);
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not a number (too long)",
+                       KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf), *end = NULL;
     /* strtod reads hexadecimal ("0x10" is 16); integer keys do not, nor do the docs */
     const char *digits = t + (*t == '+' || *t == '-');
     if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a decimal number "
-                       "(hexadecimal is not accepted)", KEYNAME(i), s);
+                       "(hexadecimal is not accepted)", KEYNAME(i), ESC(s));
     errno = 0;
     double v = strtod(t, &end);
     if (*t && end && !*end && errno == ERANGE)
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': outside the range of a double "
-                       "(overflow or underflow)", KEYNAME(i), s);
+                       "(overflow or underflow)", KEYNAME(i), ESC(s));
     if (!*t || !end || *end || errno || !isfinite(v))
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a finite number",
-                       KEYNAME(i), s);
+                       KEYNAME(i), ESC(s));
     if (v < lo || v > hi) /* the value as written: %g could round it onto the bound */
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = %s: must be in [%.10g, %.10g]",
                        KEYNAME(i), t, lo, hi);
@@ -278,8 +304,8 @@ static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
 {
     char buf[16];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%.24s...': not a boolean (true|false)",
-                       KEYNAME(i), s);
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not a boolean (true|false)",
+                       KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf);
     for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
     if (!strcmp(t, "true") || !strcmp(t, "yes") || !strcmp(t, "on") || !strcmp(t, "1"))
@@ -289,7 +315,7 @@ static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
         *out = 0;
     else
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a boolean (true|false)",
-                       KEYNAME(i), s);
+                       KEYNAME(i), ESC(s));
     return RB_OK;
 }
 
@@ -384,13 +410,13 @@ static int parse_name_list(const char *s, int i, int (*parse_fn)(const char *),
         int v = parse_fn(items[k]);
         if (v < 0) {
             rc = rb_errf(err, errlen, RB_EINVAL, "%s.%s: unknown value '%s' (choose from %s)",
-                         KEYNAME(i), items[k], choices);
+                         KEYNAME(i), ESC(items[k]), choices);
             goto cleanup;
         }
         for (int j = 0; j < k; j++)
             if (out[j] == v) {
                 rc = rb_errf(err, errlen, RB_EINVAL, "%s.%s: '%s' listed twice", KEYNAME(i),
-                             items[k]);
+                             ESC(items[k]));
                 goto cleanup;
             }
         out[k] = v;
@@ -681,7 +707,7 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         char *t = trim(b);
         if (!ok || (strcmp(t, "fp32") && strcmp(t, "bf16")))
             return rb_errf(err, errlen, RB_EINVAL,
-                           "study.dtype = '%s': unknown (choose from fp32, bf16)", t);
+                           "study.dtype = '%s': unknown (choose from fp32, bf16)", ESC(t));
         snprintf(c->dtype, sizeof c->dtype, "%s", t);
     }
     {
@@ -790,10 +816,11 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
             return rb_errf(err, errlen, RB_EINVAL,
                            "file.path: empty, but study.datasets includes file");
         if (uses_file && (stat(pth, &st) != 0 || access(pth, R_OK) != 0))
-            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': cannot read: %s", pth,
+            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': cannot read: %s", ESC(pth),
                            strerror(errno));
         if (uses_file && !S_ISREG(st.st_mode))
-            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': not a regular file", pth);
+            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': not a regular file",
+                           ESC(pth));
     }
 #undef K
 #undef V
@@ -844,26 +871,27 @@ static char *render_text(char **v)
 /* Open the study file for reading: a regular file only (a FIFO would block the
  * open or the read, a device such as /dev/zero never ends), opened without blocking
  * and checked on the descriptor before anything is read. */
-static int open_config(const char *path, FILE **out, char *err, size_t errlen)
+static int open_config(const char *path, const char *shown, FILE **out, char *err,
+                       size_t errlen)
 {
     if (!*path)
         return rb_errf(err, errlen, RB_EINVAL, "-c: empty file name");
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return rb_errf(err, errlen, RB_EIO, "%s: cannot open config: %s", path,
+        return rb_errf(err, errlen, RB_EIO, "%s: cannot open config: %s", shown,
                        strerror(errno));
     struct stat st;
     int rc = RB_OK;
     if (fstat(fd, &st) != 0)
-        rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", path, strerror(errno));
+        rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", shown, strerror(errno));
     else if (S_ISDIR(st.st_mode))
-        rc = rb_errf(err, errlen, RB_EINVAL, "%s: cannot read config: is a directory", path);
+        rc = rb_errf(err, errlen, RB_EINVAL, "%s: cannot read config: is a directory", shown);
     else if (!S_ISREG(st.st_mode))
-        rc = rb_errf(err, errlen, RB_EINVAL, "-c %s: not a regular file", path);
+        rc = rb_errf(err, errlen, RB_EINVAL, "-c %s: not a regular file", shown);
     else {
         const int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || !(*out = fdopen(fd, "r")))
-            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", path,
+            rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read config: %s", shown,
                          strerror(errno));
     }
     if (rc) close(fd);
@@ -882,10 +910,11 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
     for (int i = 0; i < RB_NKEYS; i++)
         if ((rc = set_value(&ctx.val[i], RB_KEYS[i].def))) goto cleanup;
 
+    char shown[1024] = ""; /* the file name as messages show it */
     if (path) {
-        ctx.file = path;
+        ctx.file = esc(shown, sizeof shown, path);
         FILE *f = NULL;
-        if ((rc = open_config(path, &f, err, errlen))) goto cleanup;
+        if ((rc = open_config(path, shown, &f, err, errlen))) goto cleanup;
         rc = ini_read(&ctx, f);
         fclose(f);
         if (rc) goto cleanup;
@@ -895,7 +924,7 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
         const char *a = sets[s], *eq = strchr(a, '='), *dot = strchr(a, '.');
         if (!eq || !dot || dot > eq) {
             rc = rb_errf(err, errlen, RB_EINVAL,
-                         "--set '%s': expected section.key=value", a);
+                         "--set '%s': expected section.key=value", ESC(a));
             goto cleanup;
         }
         char sec[64], key[64];
@@ -903,7 +932,8 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
         snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
         int i = key_index(trim(sec), trim(key));
         if (i < 0) {
-            rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: unknown key", sec, key);
+            rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: unknown key", ESC(sec),
+                         ESC(key));
             goto cleanup;
         }
         char *val = strdup(eq + 1);
@@ -933,7 +963,7 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
         if (best >= 0 && ctx.line[best] > 0) {
             char tmp[1024];
             snprintf(tmp, sizeof tmp, "%s", err);
-            rb_errf(err, errlen, rc, "%s:%ld: %s", path, ctx.line[best], tmp);
+            rb_errf(err, errlen, rc, "%s:%ld: %s", ctx.file, ctx.line[best], tmp);
         }
         goto cleanup;
     }

@@ -41,6 +41,11 @@ rb_cli_error(syntax_first 2 "syntax_first.ini:2: syntax error" ${R} -c ${RB_WORK
 rb_cli_error(unterminated 2 "unterminated.ini:1: section header without its closing" ${R} -c ${RB_WORK}/unterminated.ini)
 rb_cli_error(no_section 2 "no_section.ini:1: key head_dim before any \\[section\\]" ${R} -c ${RB_WORK}/no_section.ini)
 rb_cli_error(value_too_long 2 "model.head_dim = '64 .*not an integer \\(too long\\)" ${R} "--set=model.head_dim=64                                                                    garbage")
+# a control character in a value is shown escaped: the message stays one line
+rb_cli_error(set_value_newline 2 "^ropebench: model.layout: unknown value 'neo\\\\nx' \\(choose from neox, gptj\\)$" ${R} "--set=model.layout=neo\nx")
+string(ASCII 1 _rb_soh)
+file(WRITE ${RB_WORK}/control_char.ini "[model]\nlayout = ne${_rb_soh}ox\n")
+rb_cli_error(file_value_control 2 "control_char.ini:2: model.layout: unknown value 'ne\\\\x01ox'" ${R} -c ${RB_WORK}/control_char.ini)
 # comments as libinih read them: after a section's ']', and ';' after a blank; a '#'
 # inside a value is part of it
 file(WRITE ${RB_WORK}/comments.ini "[model] ; the model\nhead_dim = 64\n[study];x\ndatasets = file\n"
