@@ -76,6 +76,14 @@ int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
  * and a command may call it before long work. */
 int rb_results_check_free(const char *path, char *err, size_t errlen);
 
+/* rb_results_hold: take the writer lock (as create and open take it) on the existing
+ * file at path without opening it for HDF5, into *fd (-1 when the file cannot be
+ * opened read-write, or the file system has no such locks); the caller closes *fd to
+ * release it. RB_EINVAL "another ropebench run ..." when another process holds it.
+ * Not collective: run holds the file it is about to replace while it writes the
+ * replacement under another name. */
+int rb_results_hold(const char *path, int *fd, char *err, size_t errlen);
+
 /* rb_results_rename: give the open file the name `to` (a file system path): rank 0
  * renames it (rename(2): `to` is replaced in one step, and the open file, its inode,
  * is not touched), and every rank takes the new name for its later messages and

@@ -153,26 +153,33 @@ int rb_results_check_free(const char *path, char *err, size_t errlen)
                 : RB_OK;
 }
 
-/* writer_lock: rank 0 takes the writer lock on the file it has just made or opened. */
-static int writer_lock(rb_results *r, char *err, size_t errlen)
+/* take_lock: the writer lock on the file at path, opened read-write (made when create),
+ * into *fd (-1 when the file cannot be opened so: the create or open that follows says
+ * why; or on a file system without these locks). RB_EINVAL "another ropebench run ..."
+ * when another process holds it. */
+static int take_lock(const char *path, int create, int *fd, char *err, size_t errlen)
 {
     struct flock fl;
-    int fd = open(r->path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return RB_OK; /* the file system's own errors surface at the first write */
-    if (writer_lock_op(fd, F_OFD_SETLK, &fl) != 0) {
+    *fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+    if (*fd < 0)
+        return RB_OK;
+    if (writer_lock_op(*fd, F_OFD_SETLK, &fl) != 0) {
         const int e = errno;
-        close(fd);
+        close(*fd);
+        *fd = -1;
         if (e == EAGAIN || e == EACCES)
             return rb_errf(err, errlen, RB_EINVAL,
                            "results: %s: another ropebench run is writing this file (under "
-                           "this or another name)", r->path);
-        return RB_OK; /* a file system without these locks: no lock, as before */
+                           "this or another name)", path);
     }
-    r->lock_fd = fd;
     return RB_OK;
 }
 
+/* rb_results_hold: see rb_results.h. */
+int rb_results_hold(const char *path, int *fd, char *err, size_t errlen)
+{
+    return take_lock(path, 0, fd, err, errlen);
+}
 
 /* Room kept for a flush or close beyond what the metadata cache holds: the metadata and
  * small-data aggregators' blocks (2 KiB each by default) and what the flush allocates. */
@@ -314,9 +321,12 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     if ((rc = agree(r, r->rank == 0 ? rb_results_room(path, err, errlen) : RB_OK, err, errlen,
                     path)) != RB_OK)
         goto cleanup;
-    /* and never a file another run writes: create would truncate it under that run */
-    if ((rc = agree(r, r->rank == 0 ? rb_results_check_free(path, err, errlen) : RB_OK, err,
-                    errlen, path)) != RB_OK)
+    /* and never a file another run writes: the lock is taken before HDF5 touches the
+     * file (create truncates), so two writers that name it differently cannot both get
+     * past this point */
+    if ((rc = agree(r, r->rank == 0 ? take_lock(path, create, &r->lock_fd, err, errlen)
+                                    : RB_OK,
+                    err, errlen, path)) != RB_OK)
         goto cleanup;
     H5TRY(fapl = H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate");
     H5TRY(H5Pset_fapl_mpio(fapl, r->comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
@@ -328,9 +338,6 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     else
         H5TRY(r->file = H5Fopen(path, H5F_ACC_RDWR, fapl), "H5Fopen");
     r->dirty = create;
-    if ((rc = agree(r, r->rank == 0 ? writer_lock(r, err, errlen) : RB_OK, err, errlen,
-                    path)) != RB_OK)
-        goto cleanup;
     if (r->rank == 0) {
         struct stat st;
         if (stat(path, &st) == 0) {
@@ -364,11 +371,15 @@ int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen)
         return rb_errf(err, errlen, RB_EINVAL, "results: rename without a name");
     if (!(copy = strdup(to)))
         rc = rb_errf(err, errlen, RB_ENOMEM, "results: %s: out of memory", to);
-    else if (r->rank == 0 && (rc = rb_results_check_free(to, err, errlen)) != RB_OK)
-        ; /* another run has begun writing `to` since this one started */
-    else if (r->rank == 0 && rename(r->path, to) != 0)
-        rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path, to,
-                     strerror(errno));
+    /* every rank ready before rank 0 renames: a failure after the rename would leave
+     * the ranks disagreeing about the name */
+    if ((rc = agree(r, rc, err, errlen, to)) == RB_OK && r->rank == 0) {
+        if ((rc = rb_results_check_free(to, err, errlen)) != RB_OK)
+            ; /* another run has begun writing `to` since this one started */
+        else if (rename(r->path, to) != 0)
+            rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path,
+                         to, strerror(errno));
+    }
     if ((rc = agree(r, rc, err, errlen, to)) != RB_OK) {
         free(copy);
         return rc;
@@ -405,7 +416,7 @@ int rb_results_flush(rb_results *r, char *err, size_t errlen)
     H5TRY(H5Fflush(r->file, H5F_SCOPE_GLOBAL), "H5Fflush");
     r->dirty = 0;
 cleanup:
-    return rc;
+    return agree(r, rc, err, errlen, path); /* a flush that failed on one rank only */
 }
 
 /* rb_results_close: see rb_results.h. Also checks that no HDF5 object of the file is

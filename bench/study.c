@@ -39,7 +39,8 @@ typedef struct {
     int n_flushed;   /* flushes of the file that succeeded in this run */
     int abort_after; /* test hook: ROPEBENCH_TEST_ABORT_AFTER=n cases */
     const char *final_path; /* where the results go when they are written under a */
-    int staged;             /* temporary name until the first case is finished */
+    int staged;             /* temporary name until the first case is finished, */
+    int *hold_fd;           /* while rank 0 holds the old file's writer lock here */
     double t_start;
     char err[1024];
 } rb_run;
@@ -616,6 +617,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         r->n_kept++;
         r->n_flushed++;
         if (r->staged) { /* the first finished case: now it replaces the old file */
+            if (r->hold_fd && *r->hold_fd >= 0) { /* its lock goes with it */
+                close(*r->hold_fd);
+                *r->hold_fd = -1;
+            }
             TRY(rb_results_rename(r->res, r->final_path, e, el));
             r->staged = 0;
         }
@@ -916,20 +921,28 @@ cleanup:
     return rc;
 }
 
-/* stage_name: for an existing output `out`, the path it resolves to (a symbolic link
- * followed) into final, and that path + ".partial" into staged. 0 (write out itself, as
- * before) when it cannot be resolved or the staged name would be too long. */
-static int stage_name(const char *out, char *final, size_t flen, char *staged, size_t slen)
+/* stage_file (rank 0): for an existing output `out`, the path it resolves to (a
+ * symbolic link followed) into final, and a new file beside it, "FINAL.partial-XXXXXX"
+ * made with O_EXCL (so no existing file, link or input is ever taken for it), with
+ * FINAL's permission bits, into staged. 0 (write out itself, as before) when out cannot
+ * be resolved, the name would be too long, or the directory takes no new file. */
+static int stage_file(const char *out, char *final, size_t flen, char *staged, size_t slen)
 {
+    struct stat st;
     char *real = realpath(out, NULL);
     if (!real) return 0;
     const char *slash = strrchr(real, '/');
     const size_t base = strlen(slash ? slash + 1 : real);
-    int ok = base + sizeof ".partial" - 1 <= NAME_MAX &&
+    int ok = base + sizeof ".partial-XXXXXX" - 1 <= NAME_MAX && stat(real, &st) == 0 &&
              (size_t)snprintf(final, flen, "%s", real) < flen &&
-             (size_t)snprintf(staged, slen, "%s.partial", real) < slen;
+             (size_t)snprintf(staged, slen, "%s.partial-XXXXXX", real) < slen;
     free(real);
-    return ok;
+    if (!ok) return 0;
+    const int fd = mkstemp(staged);
+    if (fd < 0) return 0;
+    if (fchmod(fd, st.st_mode & 07777) != 0) { /* not fatal: the umask's mode then */ }
+    close(fd);
+    return 1;
 }
 
 /* Take the run's lock: an exclusive, non-blocking flock on OUT.lock (created if need
@@ -1058,7 +1071,7 @@ int rb_cmd_run(int argc, char **argv)
     const char *cfg_path = NULL, *out_path = "results.h5", *kernel_why = NULL;
     int out_given = 0;
     char lock_path[4200] = "", final_path[PATH_MAX + 16] = "", staged_path[PATH_MAX + 16] = "";
-    int lock_fd = -1;
+    int lock_fd = -1, hold_fd = -1;
     char **sets = NULL;
     int n_sets = 0;
     memset(&r, 0, sizeof r);
@@ -1229,10 +1242,31 @@ int rb_cmd_run(int argc, char **argv)
          * run that fails early (an input found bad while reading it, memory, a kernel)
          * leaves the old results as they were */
         r.final_path = out_path;
-        if (access(out_path, F_OK) == 0 && stage_name(out_path, final_path, sizeof final_path,
-                                                      staged_path, sizeof staged_path)) {
-            r.final_path = final_path;
+        /* decided on rank 0 and broadcast: every rank must create the same file and
+         * make the same collective rename */
+        if (r.rank == 0 && access(out_path, F_OK) == 0 &&
+            stage_file(out_path, final_path, sizeof final_path, staged_path,
+                       sizeof staged_path)) {
             r.staged = 1;
+            /* the old file stays locked against other writers (bench -o, a run through
+             * a link) until the rename replaces it */
+            if (rb_results_hold(final_path, &hold_fd, r.err, sizeof r.err) != RB_OK) {
+                unlink(staged_path);
+                r.staged = -1;
+            }
+        }
+        MPI_Bcast(&r.staged, 1, MPI_INT, 0, r.comm);
+        if (r.staged < 0) {
+            if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+            r.staged = 0;
+            exit_code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
+        if (r.staged) {
+            bcast_str(final_path, sizeof final_path, r.comm);
+            bcast_str(staged_path, sizeof staged_path, r.comm);
+            r.final_path = final_path;
+            r.hold_fd = &hold_fd;
         }
         rc = rb_results_create(&r.res, r.staged ? staged_path : out_path, r.comm, r.err,
                                sizeof r.err);
@@ -1265,10 +1299,11 @@ int rb_cmd_run(int argc, char **argv)
             if (r.staged && r.n_kept > 0)
                 fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
                                 "could not replace %s)\n", r.n_kept, staged_path, out_path);
-            else if (r.staged && unlink(staged_path) == 0)
+            else if (r.staged) { /* out_path is the old results: never touched here */
+                unlink(staged_path);
                 fprintf(stderr, "ropebench: no case was finished; %s is left as it was\n",
                         out_path);
-            else if (access(out_path, F_OK) != 0)
+            } else if (access(out_path, F_OK) != 0)
                 fprintf(stderr, "ropebench: %s no longer exists\n", out_path);
             else if (r.n_kept > 0)
                 fprintf(stderr,
@@ -1311,6 +1346,7 @@ int rb_cmd_run(int argc, char **argv)
 
 cleanup:
     if (r.res) rb_results_close(r.res, NULL, 0);
+    if (hold_fd >= 0) close(hold_fd);
     if (lock_fd >= 0) { /* unlinked while held: a waiting run takes a new file */
         unlink(lock_path);
         close(lock_fd);

@@ -26,7 +26,7 @@ def main():
             os.remove(p)
     # long enough (the reference kernel, larger lengths) for the second run to start
     # while the first one holds the file
-    first = mpi + ["1", exe, "run", "-q", "-c", cfg, "--set", "study.seq_lens=240,960,1920,3840",
+    first = mpi + ["1", exe, "run", "-q", "-c", cfg, "--set", "study.seq_lens=240,960,1920,3840,5760",
                    "--set", "study.probe_seq_lens=480,2048", "-o", out]
     env = dict(os.environ, ROPEBENCH_ISA="ref")
     a = subprocess.Popen(first, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -80,6 +80,46 @@ def main():
                 failed.append(f"{len(done)} of {len(cases)} cases complete after the run")
     if os.path.exists(out + ".lock"):
         failed.append("the lock file is left after the run")
+
+    # again over the results file just written: the run writes its replacement under
+    # a staging name until its first case is finished, and the old file stays locked
+    # meanwhile (bench -o into it, or a run through a hard link, would be lost when
+    # the rename replaces it)
+    if not failed:
+        # one slow case (the reference kernel at 16384 tokens), so that the checks fall
+        # inside the staging window; they verify that they did
+        slow = mpi + ["1", exe, "run", "-q", "-c", cfg, "--set", "study.seq_lens=16384",
+                      "--set", "study.modes=full", "--set", "scaling.methods=none",
+                      "--set", "study.datasets=gaussian", "-o", out]
+        a = subprocess.Popen(slow, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        t0 = time.time()
+        staging = lambda: [x for x in os.listdir(work) if x.startswith("shared.h5.partial-")]
+        while not staging() and a.poll() is None and time.time() - t0 < 120:
+            time.sleep(0.01)
+        if a.poll() is not None or not staging():
+            failed.append("replacing: the staging file never showed while the run was on")
+        else:
+            for label, cmd in (
+                    ("bench -o while the replacement is staged",
+                     ["bench", "--quick", "--kernels", "ref", "--only", "rope", "--threads",
+                      "1", "-o", out]),
+                    ("a run through a hard link while the replacement is staged",
+                     ["run", "-q", "-c", cfg, "-o", hard])):
+                b = subprocess.run(mpi + ["1", exe] + cmd, capture_output=True, text=True,
+                                   timeout=300)
+                if b.returncode != 2 or "another ropebench run is writing" not in b.stderr:
+                    failed.append(f"{label}: exit {b.returncode}, {b.stderr[-400:]!r}")
+                elif not staging():
+                    failed.append(f"{label}: the replacement was no longer staged when it "
+                                  "was refused: inconclusive; make the case slower")
+                else:
+                    print(f"ok   {label}")
+        so, se = a.communicate(timeout=600)
+        if a.returncode != 0:
+            failed.append(f"replacing run: exit {a.returncode}: {se[-600:]}")
+        elif staging():
+            failed.append(f"staging files left after the run: {staging()}")
     for x in failed:
         print("FAIL:", x)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")

@@ -19,8 +19,9 @@ refused outputs the file's bytes unchanged):
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
-  the same into an existing results file             exit 1, the file unchanged, no .partial
+  the same into an existing results file             exit 1, the file unchanged, no .partial-*
   run -o a symbolic link to a results file           exit 0, the link kept, its target replaced
+  run -o a results file beside a user's FILE.partial exit 0, FILE.partial untouched, mode kept
   run --resume with another kernel, or another --dump-inputs, than the file's cases
                                                      exit 2, unchanged
   run --resume, run -o, bench -o a file of format_version 99   exit 2, unchanged
@@ -226,12 +227,30 @@ def main():
     p = subprocess.run(kzero_into_small, stdin=subprocess.DEVNULL, capture_output=True,
                        text=True, timeout=120)
     if p.returncode != 1 or digest(small) != before or \
-            os.path.exists(small + ".partial") or "is left as it was" not in p.stderr:
+            [x for x in os.listdir(work) if x.startswith("small.h5.partial")] or \
+            "is left as it was" not in p.stderr:
         failed.append(f"a failing run replaced the results file: exit {p.returncode}, "
                       f"unchanged {digest(small) == before}, .partial left "
-                      f"{os.path.exists(small + '.partial')}: {p.stderr[-400:]!r}")
+                      f"{os.listdir(work)}: {p.stderr[-400:]!r}")
     else:
         print("ok   a run failing before its first case leaves -o as it was")
+    # a file of the user's that happens to be named FILE.partial is not the staging
+    # file (that one gets a unique name made with O_EXCL): left as it was; and the
+    # replacement keeps the old file's permission bits
+    mine = small + ".partial"
+    with open(mine, "w") as f:
+        f.write("my notes\n")
+    os.chmod(small, 0o640)
+    expect("run -o over a results file beside FILE.partial", mpi + [
+        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
+        "--set", "study.heads=1", "--set", "study.seq_lens=80", "--set", "study.modes=full",
+        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", small],
+        0, None)
+    left = [x for x in os.listdir(work) if x.startswith("small.h5.partial-")]
+    if open(mine).read() != "my notes\n" or left or os.stat(small).st_mode & 0o777 != 0o640:
+        failed.append(f"replacing -o: FILE.partial changed {open(mine).read()!r}, staging "
+                      f"files left {left}, mode {oct(os.stat(small).st_mode & 0o777)}")
+    os.remove(mine)
     # through a symbolic link: the file it names is replaced, the link stays a link
     link = os.path.join(work, "link.h5")
     os.symlink(os.path.basename(small), link)
@@ -243,7 +262,7 @@ def main():
     with h5py.File(small, "r") as f:
         names = list(f["cases"])
     if not os.path.islink(link) or names != ["none-L96-full-gaussian"] or \
-            os.path.exists(small + ".partial"):
+            [x for x in os.listdir(work) if x.startswith("small.h5.partial")]:
         failed.append(f"run -o a link: still a link {os.path.islink(link)}, cases of the "
                       f"file it names {names}")
 
