@@ -66,6 +66,14 @@ def expect(label, cmd, rc, pattern, timeout=120, env=None):
         print(f"ok   {label}: {lines[0] if lines else 'exit 0'}")
 
 
+def small_run(mpi, exe, seq_len, out):
+    """One full-mode case of seq_len tokens (d 32, one head, method none) into out."""
+    return mpi + ["1", exe, "run", "-q", "--set", "model.head_dim=32", "--set",
+                  "model.original_ctx=64", "--set", "study.heads=1", "--set",
+                  f"study.seq_lens={seq_len}", "--set", "study.modes=full", "--set",
+                  "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", out]
+
+
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -177,19 +185,11 @@ def main():
 
     # a report whose report.md cannot be created fails before drawing: no plots left
     small = os.path.join(work, "small.h5")
-    expect("a small study for the report", mpi + [
-        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
-        "--set", "study.heads=1", "--set", "study.seq_lens=128", "--set", "study.modes=full",
-        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", small],
-        0, None)
+    expect("a small study for the report", small_run(mpi, exe, 128, small), 0, None)
     # an output name within NAME_MAX whose ".lock" is not: the run takes a hashed lock
     # name in the same directory and removes it at the end
     long = os.path.join(work, "r" * 250 + ".h5")
-    expect("run -o a 253-character file name", mpi + [
-        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
-        "--set", "study.heads=1", "--set", "study.seq_lens=128", "--set", "study.modes=full",
-        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", long],
-        0, None)
+    expect("run -o a 253-character file name", small_run(mpi, exe, 128, long), 0, None)
     locks = [x for x in os.listdir(work) if x.endswith(".lock")]
     if not os.path.isfile(long) or locks:
         failed.append(f"long output name: file there {os.path.isfile(long)}, locks {locks}")
@@ -241,11 +241,8 @@ def main():
     with open(mine, "w") as f:
         f.write("my notes\n")
     os.chmod(small, 0o640)
-    expect("run -o over a results file beside FILE.partial", mpi + [
-        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
-        "--set", "study.heads=1", "--set", "study.seq_lens=80", "--set", "study.modes=full",
-        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", small],
-        0, None)
+    expect("run -o over a results file beside FILE.partial", small_run(mpi, exe, 80, small),
+           0, None)
     left = [x for x in os.listdir(work) if x.startswith("small.h5.partial-")]
     if open(mine).read() != "my notes\n" or left or os.stat(small).st_mode & 0o777 != 0o640:
         failed.append(f"replacing -o: FILE.partial changed {open(mine).read()!r}, staging "
@@ -254,11 +251,7 @@ def main():
     # through a symbolic link: the file it names is replaced, the link stays a link
     link = os.path.join(work, "link.h5")
     os.symlink(os.path.basename(small), link)
-    expect("run -o a link to a results file", mpi + [
-        "1", exe, "run", "-q", "--set", "model.head_dim=32", "--set", "model.original_ctx=64",
-        "--set", "study.heads=1", "--set", "study.seq_lens=96", "--set", "study.modes=full",
-        "--set", "scaling.methods=none", "--set", "study.datasets=gaussian", "-o", link],
-        0, None)
+    expect("run -o a link to a results file", small_run(mpi, exe, 96, link), 0, None)
     with h5py.File(small, "r") as f:
         names = list(f["cases"])
     if not os.path.islink(link) or names != ["none-L96-full-gaussian"] or \
