@@ -191,8 +191,8 @@ const char *rb_cli_refusal(int kind)
     return kind == RB_CLI_NOT_HDF5       ? "not an HDF5 file"
            : kind == RB_CLI_FOREIGN_HDF5 ? "an HDF5 file that is not a ropebench results "
                                            "file (no format = \"ropebench\" attribute)"
-           : kind == RB_CLI_OTHER_VERSION ? "a ropebench results file of a format_version "
-                                            "this build does not write (it writes 1)"
+           : kind == RB_CLI_OTHER_VERSION ? "a ropebench results file whose format_version "
+                                            "is not 1, the one this build writes"
                                           : "";
 }
 

@@ -120,6 +120,7 @@ def run(cmd):
 
 def drive(exe, work, launcher):
     import h5py
+    import numpy as np
     os.makedirs(work, exist_ok=True)
     global HAS_AVX512, EXE
     EXE = exe
@@ -157,6 +158,7 @@ def drive(exe, work, launcher):
     old = os.path.join(work, "bench_existing.h5")
     with h5py.File(old, "w") as f:
         f.attrs["format"] = "ropebench"
+        f.attrs["format_version"] = np.int64(1)
         f.create_group("/cases/keep").attrs["complete"] = 1
     for threads in ("1", "1,all"):
         run(launcher + [exe, "bench", "--quick", "--kernels", "ref", "--threads", threads,
