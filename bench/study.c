@@ -663,6 +663,34 @@ cleanup:
     return rc;
 }
 
+/* study_case: the study's case i (0 <= i < count_cases) in run order, as rb_cmd_run and
+ * run_group take them (modes, lengths, datasets, methods). */
+typedef struct {
+    int mode, mi;
+    int64_t L;
+    rb_dataset_kind kind;
+} rb_case_ref;
+
+static rb_case_ref study_case(const rb_config *c, int i)
+{
+    rb_case_ref x = {0, 0, 0, RB_DATA_GAUSSIAN};
+    for (int mode = 0; mode < 2; mode++) {
+        if (!c->modes[mode]) continue;
+        const int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;
+        const int per_len = c->n_datasets * c->n_methods;
+        if (i >= nl * per_len) {
+            i -= nl * per_len;
+            continue;
+        }
+        x.mode = mode;
+        x.L = (mode == RB_MODE_FULL ? c->full_lens : c->probe_lens)[i / per_len];
+        x.kind = c->datasets[(i % per_len) / c->n_methods];
+        x.mi = i % c->n_methods;
+        break;
+    }
+    return x;
+}
+
 /* ---- provenance --------------------------------------------------------------------- */
 
 static int write_provenance(rb_run *r, int argc, char **argv)
@@ -748,16 +776,10 @@ static int write_provenance(rb_run *r, int argc, char **argv)
         rc = rb_errf(e, el, RB_ENOMEM, "out of memory (case names)");
         goto cleanup;
     }
-    int np = 0;
-    for (int mode = 0; mode < 2; mode++) {
-        if (!r->cfg->modes[mode]) continue;
-        const int nl = mode == RB_MODE_FULL ? r->cfg->n_full_lens : r->cfg->n_probe_lens;
-        const int64_t *lens = mode == RB_MODE_FULL ? r->cfg->full_lens : r->cfg->probe_lens;
-        for (int k = 0; k < nl; k++)
-            for (int di = 0; di < r->cfg->n_datasets; di++)
-                for (int mi = 0; mi < r->cfg->n_methods && np < r->n_cases; mi++, np++)
-                    case_name(planned[np], sizeof planned[np], r->cfg, mi, lens[k], mode,
-                              r->cfg->datasets[di]);
+    const int np = r->n_cases;
+    for (int i = 0; i < np; i++) {
+        const rb_case_ref x = study_case(r->cfg, i);
+        case_name(planned[i], sizeof planned[i], r->cfg, x.mi, x.L, x.mode, x.kind);
     }
     {
         const char **pv = malloc((size_t)(np > 0 ? np : 1) * sizeof *pv);
@@ -1037,22 +1059,15 @@ static void print_cases(const rb_config *c, int nranks)
     printf("%s", c->text);
     printf("# cases (%d) on %d rank(s): name, rows, memory per rank [MiB]\n",
            count_cases(c), nranks);
-    for (int mode = 0; mode < 2; mode++) {
-        if (!c->modes[mode]) continue;
-        int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;
-        const int64_t *lens = mode == RB_MODE_FULL ? c->full_lens : c->probe_lens;
-        for (int k = 0; k < nl; k++)
-            for (int di = 0; di < c->n_datasets; di++)
-                for (int mi = 0; mi < c->n_methods; mi++) {
-                    char name[160];
-                    int64_t *pp = NULL;
-                    int64_t rows = mode == RB_MODE_FULL ? lens[k] : probe_positions(c, lens[k], &pp);
-                    free(pp);
-                    case_name(name, sizeof name, c, mi, lens[k], mode, c->datasets[di]);
-                    printf("# %-44s %10lld %10.1f\n", name, (long long)rows,
-                           rb_config_case_bytes(c, (rb_mode)mode, lens[k], nranks) /
-                               1048576.0);
-                }
+    for (int i = 0; i < count_cases(c); i++) {
+        const rb_case_ref x = study_case(c, i);
+        char name[160];
+        int64_t *pp = NULL;
+        int64_t rows = x.mode == RB_MODE_FULL ? x.L : probe_positions(c, x.L, &pp);
+        free(pp);
+        case_name(name, sizeof name, c, x.mi, x.L, x.mode, x.kind);
+        printf("# %-44s %10lld %10.1f\n", name, (long long)rows,
+               rb_config_case_bytes(c, (rb_mode)x.mode, x.L, nranks) / 1048576.0);
     }
 }
 
@@ -1221,10 +1236,6 @@ int rb_cmd_run(int argc, char **argv)
         int held = r.rank == 0 ? lock_output(out_path, lock_path, sizeof lock_path, &lock_fd,
                                              r.err, sizeof r.err)
                                : RB_OK;
-        /* and the file itself, which another run may write under another name (a link):
-         * its writer lock is on the file (rb_results_check_free) */
-        if (held == RB_OK && r.rank == 0)
-            held = rb_results_check_free(out_path, r.err, sizeof r.err);
         MPI_Bcast(&held, 1, MPI_INT, 0, r.comm);
         if (held != RB_OK) {
             if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
@@ -1238,9 +1249,11 @@ int rb_cmd_run(int argc, char **argv)
         reopened = rc == RB_OK;
     } else {
         /* an existing file is replaced only once a case is finished: until then the run
-         * writes FILE.partial beside it (beside the file a symbolic link names), so a
-         * run that fails early (an input found bad while reading it, memory, a kernel)
-         * leaves the old results as they were */
+         * writes FILE.partial-XXXXXX beside it (stage_file), so a run that fails early
+         * (an input found bad while reading it, memory, a kernel) leaves the old results
+         * as they were. The file itself, which another run may write under another name
+         * (a link), is refused when its writer lock is held: here by rb_results_hold,
+         * otherwise by the create or open */
         r.final_path = out_path;
         /* decided on rank 0 and broadcast: every rank must create the same file and
          * make the same collective rename */
