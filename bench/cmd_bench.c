@@ -113,7 +113,7 @@ static int parse_count(const char *opt, const char *s, int allow_zero, int *v)
     char *end = NULL;
     long x = strtol(s, &end, 10);
     if (!*s || *end || x < (allow_zero ? 0 : 1) || x > 1000000) {
-        fprintf(stderr, "ropebench: bench: %s '%s': not a %s integer\n", opt, s,
+        fprintf(stderr, "ropebench: bench: %s '%s': not a %s integer\n", opt, RB_ESC(s),
                 allow_zero ? "non-negative" : "positive");
         return -1;
     }
@@ -128,7 +128,7 @@ static int list_copy(const char *opt, const char *s, char *buf, size_t n, const 
 {
     const size_t len = strlen(s);
     if (len >= n || !*s || s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,")) {
-        fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, s,
+        fprintf(stderr, "ropebench: bench: %s '%.40s': expected a list such as %s\n", opt, RB_ESC(s),
                 example);
         return -1;
     }
@@ -149,12 +149,12 @@ static int parse_kernels(const char *what, const char *s, bench_opts *o)
         for (int i = 0; i < N_KNOWN; i++) known |= !strcmp(t, known_kernels[i]);
         if (!known) {
             fprintf(stderr, "ropebench: bench: %s: unknown kernel '%s' (known: ref, blas, "
-                            "avx512, avx512_bf16)\n", what, t);
+                            "avx512, avx512_bf16)\n", what, RB_ESC(t));
             return -1;
         }
         for (int i = 0; i < o->n_kernels; i++)
             if (!strcmp(o->kernels[i].name, t)) {
-                fprintf(stderr, "ropebench: bench: %s: '%s' listed twice\n", what, t);
+                fprintf(stderr, "ropebench: bench: %s: '%s' listed twice\n", what, RB_ESC(t));
                 return -1;
             }
         const char *dtype = strcmp(t, "avx512_bf16") ? "fp32" : "bf16";
@@ -226,7 +226,7 @@ static int parse_only(const char *s, bench_opts *o)
         else if (!strcmp(t, "rope")) o->do_rope = 1;
         else {
             fprintf(stderr, "ropebench: bench: --only: unknown row kind '%s' (known: causal, "
-                            "probe, rope)\n", t);
+                            "probe, rope)\n", RB_ESC(t));
             return -1;
         }
     }
@@ -245,7 +245,7 @@ static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t 
         long long x = 0;
         if (rb_cli_parse_count(t, &x) != 0 || x < lo || x > hi || (even && x % 2)) {
             fprintf(stderr, "ropebench: bench: %s '%s': not %s integer in [%lld, %lld]\n", opt,
-                    t, even ? "an even" : "an", (long long)lo, (long long)hi);
+                    RB_ESC(t), even ? "an even" : "an", (long long)lo, (long long)hi);
             return -1;
         }
         if (*n == MAX_SHAPES) {
@@ -900,7 +900,7 @@ int rb_cmd_bench(int argc, char **argv)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ropebench: bench: unexpected argument '%s'\n", argv[optind]);
+        fprintf(stderr, "ropebench: bench: unexpected argument '%s'\n", RB_ESC(argv[optind]));
         code = RB_EXIT_USAGE;
         goto cleanup;
     }

@@ -98,7 +98,7 @@ int rb_cmd_freqs(int argc, char **argv)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ropebench: freqs: unexpected argument '%s'\n", argv[optind]);
+        fprintf(stderr, "ropebench: freqs: unexpected argument '%s'\n", RB_ESC(argv[optind]));
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -138,7 +138,7 @@ int rb_cmd_freqs(int argc, char **argv)
         long long v = 0;
         if (rb_cli_parse_count(seq, &v) != 0 || v < 1 || v > ((long long)1 << 40)) {
             fprintf(stderr, "ropebench: freqs: --seq-len '%s': not an integer in [1, 2^40] "
-                            "(suffixes K, M, G as in a study file)\n", seq);
+                            "(suffixes K, M, G as in a study file)\n", RB_ESC(seq));
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
@@ -194,7 +194,7 @@ int rb_cmd_info(int argc, char **argv)
             printf("%s\n", rb_version_string());
             return 0;
         }
-        fprintf(stderr, "ropebench: info: unexpected argument '%s'\n", argv[1]);
+        fprintf(stderr, "ropebench: info: unexpected argument '%s'\n", RB_ESC(argv[1]));
         return RB_EXIT_USAGE;
     }
     rb_cpu_info ci;

@@ -93,31 +93,9 @@ static int set_value(char **slot, const char *v)
     return RB_OK;
 }
 
-/* Copy s into buf[n] with its control characters escaped (\n, \t, \r, \xHH), so that a
- * value echoed in an error keeps the message on one line; what does not fit is left
- * off at a whole character. Returns buf. */
-static const char *esc(char *buf, size_t n, const char *s)
-{
-    size_t o = 0;
-    for (; *s; s++) {
-        const unsigned char ch = (unsigned char)*s;
-        char e[8] = {(char)ch, '\0'};
-        if (ch == '\n' || ch == '\t' || ch == '\r')
-            snprintf(e, sizeof e, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
-        else if (ch < 0x20 || ch == 0x7f)
-            snprintf(e, sizeof e, "\\x%02x", ch);
-        const size_t l = strlen(e);
-        if (o + l >= n) break;
-        memcpy(buf + o, e, l);
-        o += l;
-    }
-    if (n) buf[o] = '\0';
-    return buf;
-}
-/* a user's text, escaped, for one error message (the buffer lives for the statement) */
-#define ESC(s) esc((char[256]){""}, 256, (s))
+#define ESC(s) rb_cli_esc((char[256]){""}, 256, (s))
 /* its first 24 characters, before "..." */
-#define ESC_HEAD(s) esc((char[25]){""}, 25, (s))
+#define ESC_HEAD(s) rb_cli_esc((char[25]){""}, 25, (s))
 
 /* Whitespace, as the INI reader and --set trim it. */
 static char *trim(char *s)
@@ -912,7 +890,7 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
 
     char shown[1024] = ""; /* the file name as messages show it */
     if (path) {
-        ctx.file = esc(shown, sizeof shown, path);
+        ctx.file = rb_cli_esc(shown, sizeof shown, path);
         FILE *f = NULL;
         if ((rc = open_config(path, shown, &f, err, errlen))) goto cleanup;
         rc = ini_read(&ctx, f);

@@ -54,7 +54,7 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
     if (is_long && strchr(a, '=')) {
         const int hit = long_option(a, opts);
         if (hit >= 0 && opts[hit].has_arg == no_argument) {
-            snprintf(buf, len, "option --%s takes no value ('%s')", opts[hit].name, a);
+            snprintf(buf, len, "option --%s takes no value ('%s')", opts[hit].name, RB_ESC(a));
             return buf;
         }
     }
@@ -79,7 +79,27 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
             snprintf(buf + k, len - (size_t)k, ")");
         return buf;
     }
-    snprintf(buf, len, "unknown option '%s'", a ? a : "?");
+    snprintf(buf, len, "unknown option '%s'", a ? RB_ESC(a) : "?");
+    return buf;
+}
+
+/* rb_cli_esc: see rb_bench.h. */
+const char *rb_cli_esc(char *buf, size_t n, const char *s)
+{
+    size_t o = 0;
+    for (; s && *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        char e[8] = {(char)ch, '\0'};
+        if (ch == '\n' || ch == '\t' || ch == '\r')
+            snprintf(e, sizeof e, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
+        else if (ch < 0x20 || ch == 0x7f)
+            snprintf(e, sizeof e, "\\x%02x", ch);
+        const size_t l = strlen(e);
+        if (o + l >= n) break;
+        memcpy(buf + o, e, l);
+        o += l;
+    }
+    if (n) buf[o] = '\0';
     return buf;
 }
 
@@ -289,6 +309,6 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "info")) return rb_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return rb_cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info, bench)\n",
-            cmd);
+            RB_ESC(cmd));
     return RB_EXIT_USAGE;
 }

@@ -214,6 +214,13 @@ const char *rb_cli_refusal(int kind);
  * neither does; 0 when only one exists. */
 int rb_cli_same_file(const char *a, const char *b);
 
+/* rb_cli_esc: s copied into buf[n] with its control characters escaped (\n, \t, \r,
+ * \xHH), so that user text echoed in an error keeps the message on one line; what does
+ * not fit is left off at a whole character. Returns buf. RB_ESC(s) does it into a
+ * 256-byte buffer that lives for the statement. */
+const char *rb_cli_esc(char *buf, size_t n, const char *s);
+#define RB_ESC(s) rb_cli_esc((char[256]){""}, 256, (s))
+
 /* rb_cli_fsize_floor: RB_OK unless the process's file-size limit (ulimit -f) is below
  * RB_CLI_FSIZE_FLOOR, which MPI_Init itself needs for its shared-memory files (Open MPI
  * 4.1 fails inside MPI_Init below ~3 MiB); then RB_EIO with one line saying so. run and

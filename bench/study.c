@@ -1142,7 +1142,7 @@ int rb_cmd_run(int argc, char **argv)
         if (usage_err) break;
     }
     if (!usage_err && optind < argc) {
-        snprintf(r.err, sizeof r.err, "run: unexpected argument '%s'", argv[optind]);
+        snprintf(r.err, sizeof r.err, "run: unexpected argument '%s'", RB_ESC(argv[optind]));
         usage_err = 1;
     }
     if (!usage_err && rb_config_load(&cfg, cfg_path, sets, n_sets, r.err, sizeof r.err))

@@ -292,3 +292,9 @@ rb_cli_error(report_output_twice 2 "^ropebench: report: -o/--output given twice"
   ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o r1 -o r2)
 rb_cli_error(bench_json_twice 2 "^ropebench: bench: --json given twice"
   ${RB_EXE} bench --quick --json a.json --json b.json)
+
+# user text with a control character in it, echoed: escaped, so the message stays one line
+rb_cli_error(argument_newline 2 "^ropebench: run: unexpected argument 'extra\\\\narg'$"
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run --dry-run -q "extra\narg")
+rb_cli_error(bench_kernel_newline 2 "^ropebench: bench: --kernels: unknown kernel 'ref\\\\nx'"
+  ${RB_EXE} bench --kernels "ref\nx")
