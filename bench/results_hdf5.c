@@ -138,6 +138,14 @@ static int writer_lock_op(int fd, int cmd, struct flock *fl)
     return fcntl(fd, cmd, fl);
 }
 
+/* The refusal of a file whose writer lock another process holds. */
+static int busy_error(const char *path, char *err, size_t errlen)
+{
+    return rb_errf(err, errlen, RB_EINVAL,
+                   "results: %s: another ropebench run is writing this file (under this or "
+                   "another name)", path);
+}
+
 /* rb_results_check_free: see rb_results.h. */
 int rb_results_check_free(const char *path, char *err, size_t errlen)
 {
@@ -147,10 +155,7 @@ int rb_results_check_free(const char *path, char *err, size_t errlen)
         return RB_OK; /* absent or unreadable: the create or open says why */
     int busy = writer_lock_op(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
     close(fd);
-    return busy ? rb_errf(err, errlen, RB_EINVAL,
-                          "results: %s: another ropebench run is writing this file (under "
-                          "this or another name)", path)
-                : RB_OK;
+    return busy ? busy_error(path, err, errlen) : RB_OK;
 }
 
 /* take_lock: the writer lock on the file at path, opened read-write (made when create),
@@ -168,9 +173,7 @@ static int take_lock(const char *path, int create, int *fd, char *err, size_t er
         close(*fd);
         *fd = -1;
         if (e == EAGAIN || e == EACCES)
-            return rb_errf(err, errlen, RB_EINVAL,
-                           "results: %s: another ropebench run is writing this file (under "
-                           "this or another name)", path);
+            return busy_error(path, err, errlen);
     }
     return RB_OK;
 }
