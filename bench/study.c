@@ -45,6 +45,21 @@ typedef struct {
     char err[1024];
 } rb_run;
 
+/* Test hook: with ROPEBENCH_TEST_HOLD_UNTIL=PATH set, every rank waits before each
+ * case it computes until PATH exists (polling every 20 ms, at most RB_TEST_HOLD_MAX_S
+ * seconds, then it goes on), so that a test can act while a run holds its results file
+ * open, or its replacement staged, however fast or slow the build is. */
+#define RB_TEST_HOLD_MAX_S 300
+static void test_hold(void)
+{
+    const char *p = getenv("ROPEBENCH_TEST_HOLD_UNTIL");
+    if (!p || !*p)
+        return;
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
 /* The end of a run that failed after its results file was opened. The file is left as
  * its last flush left it: every finished case ends with a flush, and nothing written
  * after that is trusted. It is not closed, because closing after a failed write can make
@@ -475,6 +490,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                         r->n_cases, name);
             continue;
         }
+        test_hold();
         double tc = MPI_Wtime();
         if (r->rank == 0 && !r->quiet) {
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
