@@ -16,6 +16,8 @@ import time
 
 import h5py
 
+from rbtest import verdict
+
 
 def main():
     sep = sys.argv.index("--")
@@ -124,10 +126,7 @@ def main():
             failed.append(f"replacing run: exit {a.returncode}: {se[-600:]}")
         elif staging():
             failed.append(f"staging files left after the run: {staging()}")
-    for x in failed:
-        print("FAIL:", x)
-    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
-    return 1 if failed else 0
+    return verdict(failed)
 
 
 if __name__ == "__main__":

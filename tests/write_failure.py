@@ -26,6 +26,8 @@ import time
 
 import h5py
 
+from rbtest import verdict
+
 
 # runs its arguments with the limit only where the rank (Open MPI's variable) is 1
 RANK1_ONLY = ('if [ "${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}" = 1 ]; then '
@@ -219,10 +221,7 @@ def main():
                           f"write: {e}")
         print(f"bench -o ({var}): exit {b.returncode}, {len(rows)} rows: "
               f"{blines[0][:100] if blines else ''}")
-    for x in failed:
-        print("FAIL:", x)
-    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
-    return 1 if failed else 0
+    return verdict(failed)
 
 
 if __name__ == "__main__":
