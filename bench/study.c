@@ -46,9 +46,10 @@ typedef struct {
 } rb_run;
 
 /* Test hook: with ROPEBENCH_TEST_HOLD_UNTIL=PATH set, every rank waits before each
- * case it computes until PATH exists (polling every 20 ms, at most RB_TEST_HOLD_MAX_S
- * seconds, then it goes on), so that a test can act while a run holds its results file
- * open, or its replacement staged, however fast or slow the build is. */
+ * case it computes (once its progress line has begun) until PATH exists (polling every
+ * 20 ms, at most RB_TEST_HOLD_MAX_S seconds, then it goes on), so that a test can act
+ * while a run holds its results file open, or its replacement staged, however fast or
+ * slow the build is. */
 #define RB_TEST_HOLD_MAX_S 300
 static void test_hold(void)
 {
@@ -58,6 +59,45 @@ static void test_hold(void)
     const struct timespec tick = {0, 20 * 1000 * 1000};
     for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
         nanosleep(&tick, NULL);
+}
+
+/* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes them on to every rank as
+ * SIGTERM) on rank 0: the replacement staged under FILE.partial-XXXXXX while it holds
+ * no finished case (the old FILE is the results then) and the run's lock file are
+ * removed before the signal's default action ends the process. Nothing else is touched:
+ * a results file keeps the cases its last flush finished, for --resume. The handler only
+ * reads paths set before the flags that name them, and unlink is async-signal-safe. */
+static char stop_staged[PATH_MAX + 16], stop_lock[4200];
+static char stop_msg_staged[PATH_MAX + 128], stop_msg_file[PATH_MAX + 160];
+static volatile sig_atomic_t stop_staged_live, stop_lock_live;
+
+static void stop_signal(int sig)
+{
+    const char *msg = stop_staged_live ? stop_msg_staged : stop_msg_file;
+    if (write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to do */ }
+    if (stop_staged_live) unlink(stop_staged);
+    if (stop_lock_live) unlink(stop_lock);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns: the default action */
+}
+
+static void stop_cleanup_install(const char *out)
+{
+    snprintf(stop_msg_staged, sizeof stop_msg_staged,
+             "\nropebench: interrupted before a case was finished; %s is left as it was\n",
+             out);
+    snprintf(stop_msg_file, sizeof stop_msg_file,
+             "\nropebench: interrupted; the cases finished so far stay readable in %s "
+             "(run again with --resume to do the rest)\n", out);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
 }
 
 /* The end of a run that failed after its results file was opened. The file is left as
@@ -86,6 +126,7 @@ static void fail_watchdog_fire(int sig)
 
 static void fail_exit(MPI_Comm comm, const char *lock)
 {
+    stop_staged_live = 0; /* the failure path has dealt with it */
     snprintf(watchdog_msg, sizeof watchdog_msg,
              "ropebench: the other ranks did not stop within %d s; exiting\n",
              RB_FAIL_WATCHDOG_S);
@@ -100,6 +141,7 @@ static void fail_exit(MPI_Comm comm, const char *lock)
     fflush(stdout);
     fflush(stderr);
     MPI_Barrier(comm);
+    stop_lock_live = 0;
     if (lock) unlink(lock);
     _exit(RB_EXIT_FAIL);
 }
@@ -490,12 +532,12 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                         r->n_cases, name);
             continue;
         }
-        test_hold();
         double tc = MPI_Wtime();
         if (r->rank == 0 && !r->quiet) {
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
             r->line_open = 1;
         }
+        test_hold();
 
         rb_config_rope_params(c, m, L, &pp);
         pp.attention_factor = c->method_af[mi]; /* this entry's own */
@@ -630,6 +672,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         }
         TRY(rb_results_attr_i64(r->res, g, "complete", 1, e, el));
         TRY(rb_results_flush(r->res, e, el));
+        stop_staged_live = 0; /* the staged file holds a finished case now: keep it */
         r->n_kept++;
         r->n_flushed++;
         if (r->staged) { /* the first finished case: now it replaces the old file */
@@ -1258,6 +1301,11 @@ int rb_cmd_run(int argc, char **argv)
             exit_code = RB_EXIT_USAGE;
             goto cleanup;
         }
+        if (r.rank == 0 && lock_fd >= 0) {
+            snprintf(stop_lock, sizeof stop_lock, "%s", lock_path);
+            stop_lock_live = 1;
+            stop_cleanup_install(out_path);
+        }
     }
     int reopened = 0;
     if (r.resume && access(out_path, F_OK) == 0) {
@@ -1282,6 +1330,9 @@ int rb_cmd_run(int argc, char **argv)
             if (rb_results_hold(final_path, &hold_fd, r.err, sizeof r.err) != RB_OK) {
                 unlink(staged_path);
                 r.staged = -1;
+            } else {
+                snprintf(stop_staged, sizeof stop_staged, "%s", staged_path);
+                stop_staged_live = 1;
             }
         }
         MPI_Bcast(&r.staged, 1, MPI_INT, 0, r.comm);
@@ -1329,6 +1380,7 @@ int rb_cmd_run(int argc, char **argv)
                 fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
                                 "could not replace %s)\n", r.n_kept, staged_path, out_path);
             else if (r.staged) { /* out_path is the old results: never touched here */
+                stop_staged_live = 0;
                 unlink(staged_path);
                 fprintf(stderr, "ropebench: no case was finished; %s is left as it was\n",
                         out_path);
@@ -1376,7 +1428,9 @@ int rb_cmd_run(int argc, char **argv)
 cleanup:
     if (r.res) rb_results_close(r.res, NULL, 0);
     if (hold_fd >= 0) close(hold_fd);
+    stop_staged_live = 0;
     if (lock_fd >= 0) { /* unlinked while held: a waiting run takes a new file */
+        stop_lock_live = 0;
         unlink(lock_path);
         close(lock_fd);
     }

@@ -243,6 +243,12 @@ rb_add_test(NAME e2e_concurrent_output COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/concurrent_output.py ${RB_WORK}/concurrent ${RB_EXE} ${RB_SMALL}
   -- ${RB_MPIEXEC_CMD})
 set_tests_properties(e2e_concurrent_output PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 600)
+# Ctrl-C or kill: one line, no staging or lock file left, an old results file intact, a
+# new one resumable
+rb_add_test(NAME e2e_stop_signal COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/stop_signal.py ${RB_WORK}/stop ${RB_EXE} ${RB_SMALL}
+  -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_stop_signal PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 600)
 rb_add_test(NAME e2e_interrupted_resume COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/interrupted.py
   ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 -- ${RB_MPIEXEC_CMD})
 set_tests_properties(e2e_interrupted_resume PROPERTIES FIXTURES_REQUIRED small_np1)
