@@ -1352,7 +1352,13 @@ int rb_cmd_run(int argc, char **argv)
                                sizeof r.err);
     }
     if (rc != RB_OK) {
-        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        if (r.rank == 0 && r.staged) { /* the replacement could not be made: none left */
+            stop_staged_live = 0;
+            unlink(staged_path);
+            fprintf(stderr, "ropebench: %s (the replacement of %s, which is left as it was)\n",
+                    r.err, out_path);
+        } else if (r.rank == 0)
+            fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = rc == RB_EIO || rc == RB_EFORMAT || rc == RB_EINVAL ? RB_EXIT_USAGE
                                                                          : RB_EXIT_FAIL;
         goto cleanup;

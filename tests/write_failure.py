@@ -8,12 +8,13 @@ report` works on it and the lock file is gone. Three places to be stopped: at a 
 (the room it reserves for its metadata is not there; then `run --resume` without the
 limit must complete the file equal to an uninterrupted run, REFERENCE, by
 compare_results.py), in a dataset write between two flushes (--dump-inputs of longer
-cases), and before the file is made (no room for its first MiB: exit 2, and no file).
-Also `ropebench bench -o` into an existing results file (with a /bench) that cannot
-grow: refused before anything is measured (exit 2, an earlier --json file kept as it
-was) when the room is
-not there at the start, exit 1 when it goes while measuring; either way the file still
-opens with its cases and /bench unchanged.
+cases), and before the file is made (no room for its first MiB: exit 2, and no file;
+replacing an earlier results file, that file byte for byte as it was and no staged
+replacement left). Also `ropebench bench -o` into an existing results file (with a
+/bench) that cannot grow: refused before anything is measured (exit 2, an earlier
+--json file kept as it was) when the room is not there at the start, exit 1 when it
+goes while measuring; either way the file still opens with its cases and /bench
+unchanged.
 
 usage: write_failure.py WORKDIR ROPEBENCH CONFIG REFERENCE.h5 -- mpiexec-command-prefix...
 """
@@ -89,7 +90,8 @@ def main():
     raw_hits = 0
     for label, extra, limit, size in (
             ("part way", ["--dump-inputs"], int(sizes["small"] * 0.6), sizes["small"]),
-            ("before any case", [], 20000, sizes["small"])) + tuple(
+            ("before any case", [], 20000, sizes["small"]),
+            ("before any case, replacing", [], 20000, sizes["small"])) + tuple(
             ("in a raw write", big, int(sizes["big"] * f), sizes["big"])
             for f in (0.5, 0.55, 0.6, 0.65)) + tuple(
             ("rank 1 only", big, int(sizes["big"] * f), sizes["big"])
@@ -99,6 +101,10 @@ def main():
             [exe, "run", "-q", "-c", cfg, "-o", out] + extra
         if os.path.exists(out):
             os.remove(out)
+        if label == "before any case, replacing":  # an earlier results file in its place
+            shutil.copyfile(os.path.join(work, "write-whole-small.h5"), out)
+            with open(out, "rb") as f:
+                old_bytes = f.read()
         p, secs = run_limited(run, limit, one,
                               dict(os.environ) if label == "part way" else None)
         if p is None:
@@ -113,6 +119,19 @@ def main():
                     os.path.exists(out + ".lock"):
                 failed.append(f"{label}: exit {p.returncode}, file left "
                               f"{os.path.exists(out)}, {p.stderr[-800:]!r}")
+            print(f"{label}: limit {limit}, exit {p.returncode} in {secs:.1f} s: {text[:90]}")
+            continue
+        if label == "before any case, replacing":
+            # the replacement cannot be made: exit 2, the old file as it was, no staged
+            # replacement (FILE.partial-XXXXXX) left beside it
+            left = [x for x in os.listdir(work) if ".partial-" in x]
+            with open(out, "rb") as f:
+                same = f.read() == old_bytes
+            if p.returncode != 2 or len(lines) != 1 or "no room to write it" not in text or \
+                    f"the replacement of {out}, which is left as it was" not in text or \
+                    not same or left or os.path.exists(out + ".lock"):
+                failed.append(f"{label}: exit {p.returncode}, file kept {same}, left {left}, "
+                              f"{p.stderr[-800:]!r}")
             print(f"{label}: limit {limit}, exit {p.returncode} in {secs:.1f} s: {text[:90]}")
             continue
         if p.returncode != 1:
