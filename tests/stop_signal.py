@@ -4,7 +4,8 @@ SIGTERM on to the ranks; SIGTERM to a run without mpirun) says so in one line an
 leaves no files of its own behind: replacing an existing results file before a case
 was finished, the staged replacement (FILE.partial-XXXXXX) and the lock file are
 removed and FILE keeps every byte; writing a new file, the lock file is removed and
-the file opens, and `run --resume` then completes it. The runs wait before each case
+the file opens, and `run --resume` then completes it. A signal the run was started
+ignoring (nohup's SIGHUP) stays ignored. The runs wait before each case
 (ROPEBENCH_TEST_HOLD_UNTIL) so that the signal arrives at a known point.
 
 usage: stop_signal.py WORKDIR ROPEBENCH CONFIG -- mpiexec-command-prefix...
@@ -33,12 +34,19 @@ def wait_for(pred, proc, secs=120):
     return pred()
 
 
-def stopped(cmd, err_path, ready, sig, env):
-    """Start cmd, wait until ready() holds, send sig; return (exit code, stderr, ok)."""
+def stopped(cmd, err_path, ready, sig, env, ignored=None):
+    """Start cmd, wait until ready() holds, send sig; return (exit code, stderr, ok).
+    With `ignored`, the run starts with that signal ignored (as under nohup) and gets
+    it first: ok only if it is still running half a second later."""
+    pre = (lambda: signal.signal(ignored, signal.SIG_IGN)) if ignored else None
     with open(err_path, "w") as err:
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=pre)
     ok = wait_for(ready, p)
+    if ok and ignored:
+        p.send_signal(ignored)
+        time.sleep(0.5)
+        ok = p.poll() is None
     if ok:
         p.send_signal(sig)
     try:
@@ -84,15 +92,17 @@ def main():
         print(f"FAIL: the first run exited {p.returncode}: {p.stderr[-600:]}")
         return 1
     before = digest(out)
-    for label, cmd, sig in (
+    for label, cmd, sig, ign in (
             ("2 ranks, SIGINT to mpirun", mpi + ["2", exe, "run"] + tiny + ["-o", out],
-             signal.SIGINT),
-            ("no mpirun, SIGTERM", [exe, "run"] + tiny + ["-o", out], signal.SIGTERM)):
+             signal.SIGINT, None),
+            ("no mpirun, SIGHUP ignored as under nohup, then SIGTERM",
+             [exe, "run"] + tiny + ["-o", out], signal.SIGTERM, signal.SIGHUP)):
         staged = lambda: any(".partial-" in x for x in os.listdir(work))
-        rc, err, ok = stopped(cmd, os.path.join(work, "err.txt"), staged, sig, env)
+        rc, err, ok = stopped(cmd, os.path.join(work, "err.txt"), staged, sig, env, ign)
         want = f"ropebench: interrupted before a case was finished; {out} is left as it was"
         bad = stop_failure(f"replacing, {label}", rc, err, ok, want,
-                           "the staged file never showed")
+                           "the staged file never showed, or the ignored signal stopped "
+                           "the run")
         if bad:
             failed.append(bad)
         elif mine():
