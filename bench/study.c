@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -46,49 +47,88 @@ typedef struct {
 } rb_run;
 
 /* Test hook: with ROPEBENCH_TEST_HOLD_UNTIL=PATH set, every rank waits before each
- * case it computes (once its progress line has begun) until PATH exists (polling every
- * 20 ms, at most RB_TEST_HOLD_MAX_S seconds, then it goes on), so that a test can act
- * while a run holds its results file open, or its replacement staged, however fast or
- * slow the build is. */
+ * case it computes (once its progress line has begun; with ROPEBENCH_TEST_HOLD_FROM=N,
+ * only from the study's N-th case on) until PATH exists (polling every 20 ms, at most
+ * RB_TEST_HOLD_MAX_S seconds, then it goes on), so that a test can act while a run
+ * holds its results file open, or its replacement staged, however fast or slow the
+ * build is. */
 #define RB_TEST_HOLD_MAX_S 300
-static void test_hold(void)
+static void test_hold(int case_no)
 {
     const char *p = getenv("ROPEBENCH_TEST_HOLD_UNTIL");
-    if (!p || !*p)
+    const char *from = getenv("ROPEBENCH_TEST_HOLD_FROM");
+    if (!p || !*p || (from && case_no < atoi(from)))
         return;
     const struct timespec tick = {0, 20 * 1000 * 1000};
     for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
         nanosleep(&tick, NULL);
 }
 
-/* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes them on to every rank as
- * SIGTERM) on rank 0: the replacement staged under FILE.partial-XXXXXX while it holds
- * no finished case (the old FILE is the results then) and the run's lock file are
- * removed before the signal's default action ends the process. Nothing else is touched:
- * a results file keeps the cases its last flush finished, for --resume. The handler only
- * reads paths set before the flags that name them, and unlink is async-signal-safe. */
-static char stop_staged[PATH_MAX + 16], stop_lock[4200];
-static char stop_msg_staged[PATH_MAX + 128], stop_msg_file[PATH_MAX + 160];
-static volatile sig_atomic_t stop_staged_live, stop_lock_live;
+/* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes SIGINT and SIGTERM on to
+ * every rank as SIGTERM) on rank 0: one line saying what is left where, the run's
+ * own files that hold nothing removed, then the signal's default action ends the
+ * process. What the handler does follows the run's stage (stop_set), from the lock on:
+ *   RB_STOP_BEFORE   nothing written yet: "before writing to FILE";
+ *   RB_STOP_STAGED   FILE.partial-XXXXXX made, no case finished in it: it is removed,
+ *                    FILE (the old results) is left as it was;
+ *   RB_STOP_STAGED_CASE  its first case flushed, not yet renamed over FILE: kept, and
+ *                    named;
+ *   RB_STOP_NEW      FILE made (new, or written in place) but never flushed, so not
+ *                    readable: removed, as a failing run removes it;
+ *   RB_STOP_FILE     FILE flushed (or reopened by --resume): its finished cases stay
+ *                    readable for --resume;
+ *   RB_STOP_QUIET    the run has said how it ended: no line.
+ * The lock file is removed in every stage while the run holds it (stop_lock_live).
+ * The handler reads the paths and lines set before the stage that uses them (a signal
+ * fence orders the two), and calls only async-signal-safe functions. A signal the
+ * process was started ignoring (nohup's SIGHUP, SIGINT of a job a script put in the
+ * background) stays ignored. */
+enum { RB_STOP_BEFORE, RB_STOP_STAGED, RB_STOP_STAGED_CASE, RB_STOP_NEW, RB_STOP_FILE,
+       RB_STOP_QUIET, RB_STOP_NSTAGES };
+static char stop_staged[PATH_MAX + 16], stop_out[PATH_MAX + 16], stop_lock[4200];
+static char stop_msg[RB_STOP_NSTAGES][2 * PATH_MAX + 200];
+static volatile sig_atomic_t stop_stage = RB_STOP_QUIET, stop_lock_live;
 
 static void stop_signal(int sig)
 {
-    const char *msg = stop_staged_live ? stop_msg_staged : stop_msg_file;
-    if (write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to do */ }
-    if (stop_staged_live) unlink(stop_staged);
+    const int st = stop_stage;
+    const char *msg = stop_msg[st];
+    if (msg[0] && write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to do */ }
+    if (st == RB_STOP_STAGED) unlink(stop_staged);
+    if (st == RB_STOP_NEW) unlink(stop_out);
     if (stop_lock_live) unlink(stop_lock);
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the default action */
 }
 
-static void stop_cleanup_install(const char *out)
+/* stop_set: the run is at stage st from now on (rank 0; a no-op elsewhere, where no
+ * handler is installed and the stage stays RB_STOP_QUIET). */
+static void stop_set(int st)
 {
-    snprintf(stop_msg_staged, sizeof stop_msg_staged,
+    atomic_signal_fence(memory_order_seq_cst);
+    if (stop_lock_live) stop_stage = st;
+}
+
+/* stop_cleanup_install (rank 0, holding the run's lock file `lock`): the lines for
+ * results file `out` and the handler; stage RB_STOP_BEFORE. */
+static void stop_cleanup_install(const char *out, const char *lock)
+{
+    snprintf(stop_out, sizeof stop_out, "%s", out);
+    snprintf(stop_lock, sizeof stop_lock, "%s", lock);
+    snprintf(stop_msg[RB_STOP_BEFORE], sizeof stop_msg[0],
+             "\nropebench: interrupted before writing to %s\n", out);
+    snprintf(stop_msg[RB_STOP_STAGED], sizeof stop_msg[0],
              "\nropebench: interrupted before a case was finished; %s is left as it was\n",
              out);
-    snprintf(stop_msg_file, sizeof stop_msg_file,
+    snprintf(stop_msg[RB_STOP_NEW], sizeof stop_msg[0],
+             "\nropebench: interrupted before anything readable was written; removed %s\n",
+             out);
+    snprintf(stop_msg[RB_STOP_FILE], sizeof stop_msg[0],
              "\nropebench: interrupted; the cases finished so far stay readable in %s "
              "(run again with --resume to do the rest)\n", out);
+    stop_msg[RB_STOP_QUIET][0] = '\0';
+    stop_lock_live = 1;
+    stop_set(RB_STOP_BEFORE);
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -98,11 +138,20 @@ static void stop_cleanup_install(const char *out)
         sigaddset(&sa.sa_mask, sigs[i]);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction was;
-        /* a signal the run was started ignoring (nohup's SIGHUP, SIGINT of a job that a
-         * script put in the background) stays ignored */
         if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
             sigaction(sigs[i], &sa, NULL);
     }
+}
+
+/* stop_staged_set (rank 0): the replacement is being written under `staged` (the
+ * stage RB_STOP_STAGED), for results that will be `out`. */
+static void stop_staged_set(const char *staged, const char *out)
+{
+    snprintf(stop_staged, sizeof stop_staged, "%s", staged);
+    snprintf(stop_msg[RB_STOP_STAGED_CASE], sizeof stop_msg[0],
+             "\nropebench: interrupted; the finished case stays readable in %s (it did not "
+             "replace %s)\n", staged, out);
+    stop_set(RB_STOP_STAGED);
 }
 
 /* The end of a run that failed after its results file was opened. The file is left as
@@ -131,7 +180,7 @@ static void fail_watchdog_fire(int sig)
 
 static void fail_exit(MPI_Comm comm, const char *lock)
 {
-    stop_staged_live = 0; /* the failure path has dealt with it */
+    stop_set(RB_STOP_QUIET); /* the failure path has said what is left */
     snprintf(watchdog_msg, sizeof watchdog_msg,
              "ropebench: the other ranks did not stop within %d s; exiting\n",
              RB_FAIL_WATCHDOG_S);
@@ -542,7 +591,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             fprintf(stderr, "[%2d/%d] %-40s ", r->case_no, r->n_cases, name);
             r->line_open = 1;
         }
-        test_hold();
+        test_hold(r->case_no);
 
         rb_config_rope_params(c, m, L, &pp);
         pp.attention_factor = c->method_af[mi]; /* this entry's own */
@@ -677,7 +726,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         }
         TRY(rb_results_attr_i64(r->res, g, "complete", 1, e, el));
         TRY(rb_results_flush(r->res, e, el));
-        stop_staged_live = 0; /* the staged file holds a finished case now: keep it */
+        /* the staged file holds a finished case now: keep it */
+        stop_set(r->staged ? RB_STOP_STAGED_CASE : RB_STOP_FILE);
         r->n_kept++;
         r->n_flushed++;
         if (r->staged) { /* the first finished case: now it replaces the old file */
@@ -686,6 +736,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                 *r->hold_fd = -1;
             }
             TRY(rb_results_rename(r->res, r->final_path, e, el));
+            stop_set(RB_STOP_FILE);
             r->staged = 0;
         }
 
@@ -1306,11 +1357,8 @@ int rb_cmd_run(int argc, char **argv)
             exit_code = RB_EXIT_USAGE;
             goto cleanup;
         }
-        if (r.rank == 0 && lock_fd >= 0) {
-            snprintf(stop_lock, sizeof stop_lock, "%s", lock_path);
-            stop_lock_live = 1;
-            stop_cleanup_install(out_path);
-        }
+        if (r.rank == 0 && lock_fd >= 0)
+            stop_cleanup_install(out_path, lock_path);
     }
     int reopened = 0;
     if (r.resume && access(out_path, F_OK) == 0) {
@@ -1330,14 +1378,13 @@ int rb_cmd_run(int argc, char **argv)
             stage_file(out_path, final_path, sizeof final_path, staged_path,
                        sizeof staged_path)) {
             r.staged = 1;
+            stop_staged_set(staged_path, out_path);
             /* the old file stays locked against other writers (bench -o, a run through
              * a link) until the rename replaces it */
             if (rb_results_hold(final_path, &hold_fd, r.err, sizeof r.err) != RB_OK) {
+                stop_set(RB_STOP_BEFORE);
                 unlink(staged_path);
                 r.staged = -1;
-            } else {
-                snprintf(stop_staged, sizeof stop_staged, "%s", staged_path);
-                stop_staged_live = 1;
             }
         }
         MPI_Bcast(&r.staged, 1, MPI_INT, 0, r.comm);
@@ -1357,8 +1404,8 @@ int rb_cmd_run(int argc, char **argv)
                                sizeof r.err);
     }
     if (rc != RB_OK) {
+        stop_set(RB_STOP_QUIET);
         if (r.rank == 0 && r.staged) { /* the replacement could not be made: none left */
-            stop_staged_live = 0;
             unlink(staged_path);
             fprintf(stderr, "ropebench: %s (the replacement of %s, which is left as it was)\n",
                     r.err, out_path);
@@ -1368,7 +1415,13 @@ int rb_cmd_run(int argc, char **argv)
                                                                          : RB_EXIT_FAIL;
         goto cleanup;
     }
+    /* reopened: its finished cases are there; made new or in place: unreadable until
+     * its first flush (staged: still RB_STOP_STAGED) */
+    if (reopened || !r.staged)
+        stop_set(reopened ? RB_STOP_FILE : RB_STOP_NEW);
     rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
+    if (rc == RB_OK && !reopened) /* flushed with its provenance */
+        stop_set(r.staged ? RB_STOP_STAGED : RB_STOP_FILE);
     /* a resumed file has its peaks unless the first run stopped before measuring them
      * (or the file lost them): then they are measured now, so the report has them */
     if (rc == RB_OK && (!reopened ||
@@ -1384,6 +1437,7 @@ int rb_cmd_run(int argc, char **argv)
                 rc = run_group(&r, mode, lens[k], cfg.datasets[di]);
     }
     if (rc != RB_OK) {
+        stop_set(RB_STOP_QUIET); /* what is left is said here */
         if (r.rank == 0) {
             fprintf(stderr, "%sropebench: %s\n", r.line_open ? "\n" : "", r.err);
             rb_cli_space_hint(out_path);
@@ -1391,7 +1445,6 @@ int rb_cmd_run(int argc, char **argv)
                 fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
                                 "could not replace %s)\n", r.n_kept, staged_path, out_path);
             else if (r.staged) { /* out_path is the old results: never touched here */
-                stop_staged_live = 0;
                 unlink(staged_path);
                 fprintf(stderr, "ropebench: no case was finished; %s is left as it was\n",
                         out_path);
@@ -1414,6 +1467,7 @@ int rb_cmd_run(int argc, char **argv)
         char cerr[512];
         int crc = rb_results_close(r.res, cerr, sizeof cerr);
         r.res = NULL;
+        stop_set(RB_STOP_QUIET); /* closed, or what is left is said below */
         if (crc != RB_OK) { /* the file may be left open: no MPI_Finalize (fail_exit) */
             if (r.rank == 0) {
                 fprintf(stderr, "ropebench: %s\n", cerr);
@@ -1439,7 +1493,7 @@ int rb_cmd_run(int argc, char **argv)
 cleanup:
     if (r.res) rb_results_close(r.res, NULL, 0);
     if (hold_fd >= 0) close(hold_fd);
-    stop_staged_live = 0;
+    stop_set(RB_STOP_QUIET);
     if (lock_fd >= 0) { /* unlinked while held: a waiting run takes a new file */
         stop_lock_live = 0;
         unlink(lock_path);

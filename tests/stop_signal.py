@@ -3,8 +3,9 @@
 SIGTERM on to the ranks; SIGTERM to a run without mpirun) says so in one line and
 leaves no files of its own behind: replacing an existing results file before a case
 was finished, the staged replacement (FILE.partial-XXXXXX) and the lock file are
-removed and FILE keeps every byte; writing a new file, the lock file is removed and
-the file opens, and `run --resume` then completes it. A signal the run was started
+removed and FILE keeps every byte; stopped later (a new file before its first case,
+a replacement after its first), the lock file is removed, the file opens with the
+cases finished so far, and `run --resume` then completes it. A signal the run was started
 ignoring (nohup's SIGHUP) stays ignored. The runs wait before each case
 (ROPEBENCH_TEST_HOLD_UNTIL) so that the signal arrives at a known point.
 
@@ -107,44 +108,53 @@ def main():
             failed.append(bad)
         elif mine():
             failed.append(f"replacing, {label}: left behind {mine()}")
-        elif digest(out) != before:
-            failed.append(f"replacing, {label}: {out} changed")
+        elif not os.path.exists(out) or digest(out) != before:
+            failed.append(f"replacing, {label}: {out} changed or gone")
         else:
             print(f"ok   replacing, {label}: exit {rc}")
+        for x in mine():  # so that the next check starts clean
+            os.remove(os.path.join(work, x))
 
-    # a new file: stopped before its first case, then resumed to the end
+    # stopped in a later case: a new file before its first case (its provenance
+    # flushed), and the replacement of old.h5 in its second case (renamed over old.h5
+    # after the first); both then completed by --resume
     new = os.path.join(work, "new.h5")
-    began = lambda: os.path.exists(os.path.join(work, "err.txt")) and \
-        "[ 1/" in open(os.path.join(work, "err.txt")).read()
-    rc, err, ok = stopped(mpi + ["1", exe, "run"] + tiny + ["-o", new],
-                          os.path.join(work, "err.txt"), began, signal.SIGINT, env)
-    want = (f"ropebench: interrupted; the cases finished so far stay readable in {new} "
-            "(run again with --resume to do the rest)")
-    bad = stop_failure("new file", rc, err, ok, want, "the first case never began")
-    if bad:
-        failed.append(bad)
-    elif mine():
-        failed.append(f"new file: left behind {mine()}")
-    else:
+    for label, path, hold_from, kept in (("new file, case 1", new, 1, 0),
+                                         ("replacing, case 2", out, 2, 1)):
+        err_txt = os.path.join(work, "err.txt")
+        began = lambda: os.path.exists(err_txt) and f"[ {hold_from}/" in open(err_txt).read()
+        rc, err, ok = stopped(mpi + ["1", exe, "run"] + tiny + ["-o", path], err_txt, began,
+                              signal.SIGINT, dict(env, ROPEBENCH_TEST_HOLD_FROM=str(hold_from)))
+        want = (f"ropebench: interrupted; the cases finished so far stay readable in {path} "
+                "(run again with --resume to do the rest)")
+        bad = stop_failure(label, rc, err, ok, want, f"case {hold_from} never began")
+        if bad:
+            failed.append(bad)
+            continue
+        if mine():
+            failed.append(f"{label}: left behind {mine()}")
         try:
-            with h5py.File(new, "r") as f:
+            with h5py.File(path, "r") as f:
                 n = len([c for c in f.get("cases", {}).values()
                          if c.attrs.get("complete") == 1])
-                if "provenance" not in f or n != 0:
-                    failed.append(f"new file: /provenance missing or {n} complete cases")
+                if "provenance" not in f or n != kept:
+                    failed.append(f"{label}: /provenance missing or {n} complete cases, "
+                                  f"want {kept}")
         except OSError as e:
-            failed.append(f"new file: does not open after the stop: {e}")
-        q = subprocess.run(mpi + ["1", exe, "run", "-q", "--resume"] + tiny + ["-o", new],
+            failed.append(f"{label}: does not open after the stop: {e}")
+            continue
+        q = subprocess.run(mpi + ["1", exe, "run", "-q", "--resume"] + tiny + ["-o", path],
                            capture_output=True, text=True, timeout=300)
         if q.returncode != 0:
-            failed.append(f"new file: --resume exited {q.returncode}: {q.stderr[-600:]}")
+            failed.append(f"{label}: --resume exited {q.returncode}: {q.stderr[-600:]}")
+            continue
+        with h5py.File(path, "r") as f:
+            done = [c for c in f["cases"].values() if c.attrs.get("complete") == 1]
+        if len(done) != 2:
+            failed.append(f"{label}: {len(done)} of 2 cases complete after --resume")
         else:
-            with h5py.File(new, "r") as f:
-                done = [c for c in f["cases"].values() if c.attrs.get("complete") == 1]
-                if len(done) != 2:
-                    failed.append(f"new file: {len(done)} of 2 cases complete after --resume")
-                else:
-                    print("ok   new file: stopped, then --resume completed it")
+            print(f"ok   {label}: stopped with {kept} case(s) kept, then --resume "
+                  "completed it")
     return verdict(failed)
 
 

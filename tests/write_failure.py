@@ -124,9 +124,9 @@ def main():
         if label == "before any case, replacing":
             # the replacement cannot be made: exit 2, the old file as it was, no staged
             # replacement (FILE.partial-XXXXXX) left beside it
-            left = [x for x in os.listdir(work) if ".partial-" in x]
-            with open(out, "rb") as f:
-                same = f.read() == old_bytes
+            left = [x for x in os.listdir(work)
+                    if x.startswith(os.path.basename(out) + ".partial-")]
+            same = os.path.exists(out) and open(out, "rb").read() == old_bytes
             if p.returncode != 2 or len(lines) != 1 or "no room to write it" not in text or \
                     f"the replacement of {out}, which is left as it was" not in text or \
                     not same or left or os.path.exists(out + ".lock"):
