@@ -69,6 +69,31 @@ static void type_name(hid_t type, char *buf, size_t len)
     }
 }
 
+/* not_a_dataset: the error for link `name` of `file` (path p) that does not open as a
+ * dataset, naming a soft or external link's target (a dangling link is the usual
+ * cause); RB_EFORMAT. */
+static int not_a_dataset(hid_t file, const char *p, const char *name, char *msg)
+{
+    H5L_info_t li;
+    char val[1024];
+    if (H5Lget_info(file, name, &li, H5P_DEFAULT) >= 0 && li.type != H5L_TYPE_HARD &&
+        li.u.val_size <= sizeof val &&
+        H5Lget_val(file, name, val, sizeof val, H5P_DEFAULT) >= 0) {
+        unsigned flags = 0;
+        const char *ef = NULL, *eo = NULL;
+        if (li.type == H5L_TYPE_SOFT)
+            return rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                           "%s: '%s' is a soft link to '%.300s', which is not a dataset", p,
+                           name, val);
+        if (li.type == H5L_TYPE_EXTERNAL &&
+            H5Lunpack_elink_val(val, li.u.val_size, &flags, &ef, &eo) >= 0)
+            return rb_errf(msg, MSG_LEN, RB_EFORMAT,
+                           "%s: '%s' is an external link to '%.300s' in file '%.300s', which "
+                           "cannot be opened as a dataset", p, name, eo, ef);
+    }
+    return rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: '%s' is not a dataset", p, name);
+}
+
 /* Open dataset `name` of s->file and check rank, type and dims (local; the same result
  * on every rank). */
 static int check_dataset(rb_dataset_source *s, int t, char *msg)
@@ -86,7 +111,7 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     }
     s->dset[t] = H5Dopen2(s->file, name, H5P_DEFAULT);
     if (s->dset[t] < 0) {
-        rc = rb_errf(msg, MSG_LEN, RB_EFORMAT, "%s: '%s' is not a dataset", p, name);
+        rc = not_a_dataset(s->file, p, name, msg);
         goto cleanup;
     }
     /* storage this build can read in parallel: not a virtual dataset, every filter

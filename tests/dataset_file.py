@@ -4,7 +4,8 @@
 usage:
   dataset_file.py make DIR
       good_f32.h5, good_f16.h5 (q, k, v of shape [3][500][32]) and bad files:
-      wrong_rank.h5, int32.h5, short.h5, small_d.h5, missing_k.h5, not_hdf5.h5
+      wrong_rank.h5, int32.h5, short.h5, small_d.h5, missing_k.h5, not_hdf5.h5, and more
+      (below)
   dataset_file.py read FILE HEADS L OUT -- mpiexec ... test_dataset_file FILE HEADS L D OUT
       runs the command; OUT (float32 [3][HEADS][L][D]) must equal numpy's values of
       q, k, v [:HEADS, :L, :] (float16 converted to float32) exactly
@@ -68,6 +69,17 @@ def make(d):
     with h5py.File(f"{d}/ext_missing.h5", "a") as f:
         f.create_dataset("k", shape=(H, S, D), dtype=np.float32,
                          external=[(f"{d}/no-such-raw-file.bin", 0, H * S * D * 4)])
+    # k a dangling soft link, and an external link into a file that is not there; k a
+    # group
+    write(f"{d}/soft_k.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/soft_k.h5", "a") as f:
+        f["k"] = h5py.SoftLink("/no/such/k")
+    write(f"{d}/elink_k.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/elink_k.h5", "a") as f:
+        f["k"] = h5py.ExternalLink(f"{d}/no-such-file.h5", "/k")
+    write(f"{d}/group_k.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/group_k.h5", "a") as f:
+        f.create_group("k")
     print("1 passed, 0 failed")
     return 0
 

@@ -65,6 +65,12 @@ rb_file_error(virtual "vds.h5: dataset k is a virtual dataset"
   ${_run} --set file.path=${RB_DF_WORK}/vds.h5)
 rb_file_error(external_missing "ext_missing.h5: dataset k keeps its data in external file '.*no-such-raw-file.bin', which cannot be read"
   ${_run} --set file.path=${RB_DF_WORK}/ext_missing.h5)
+rb_file_error(soft_link "soft_k.h5: 'k' is a soft link to '/no/such/k', which is not a dataset"
+  ${_run} --set file.path=${RB_DF_WORK}/soft_k.h5)
+rb_file_error(external_link "elink_k.h5: 'k' is an external link to '/k' in file '.*no-such-file.h5', which cannot be opened as a dataset"
+  ${_run} --set file.path=${RB_DF_WORK}/elink_k.h5)
+rb_file_error(group "group_k.h5: 'k' is not a dataset"
+  ${_run} --set file.path=${RB_DF_WORK}/group_k.h5)
 # a NaN in the file stops the case that reads it, naming where (exit 1: the run had begun)
 rb_add_test(NAME dataset_file_error_nan COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "nan_k.h5: dataset k has a non-finite value \\(nan\\) at \\[1\\]\\[7\\]\\[3\\]" --
