@@ -1,4 +1,5 @@
-/* report_write.c — rb_report_write: report.md and a self-contained report.html (inline CSS and SVG, every file string escaped) from a results file. */
+/* report_write.c — rb_report_write: report.md, a self-contained report.html (inline CSS and SVG, every file string escaped) and study.ini (the stored configuration, which the reports' Regenerate section runs) from a results file. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +26,64 @@ static const char *attr_get(const rp_attrs *as, const char *name)
         if (strcmp(as->v[i].name, name) == 0)
             return as->v[i].value;
     return NULL;
+}
+
+/* plain_token: s is non-empty and only [A-Za-z0-9._-] (safe to print into a shell
+ * command and a code block unquoted). */
+static int plain_token(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+            return 0;
+    return 1;
+}
+
+/* write_regenerate: how to run the study of f again, as a section of the report
+ * (html or Markdown): the source at the file's git_describe, the configuration it
+ * stored (written beside the report as study.ini), its rank count, its kernel forced
+ * with ROPEBENCH_ISA and --dump-inputs when it had them. Nothing without config_text;
+ * a value that is not a plain token (a damaged or foreign file) is left out, with its
+ * part of the command. */
+static void write_regenerate(FILE *o, const rp_file *f, int html)
+{
+    if (!attr_get(&f->root, "config_text"))
+        return;
+    const char *git = attr_get(&f->root, "git_describe"), *nr = attr_get(&f->root, "nranks");
+    const char *kern = attr_get(&f->root, "kernel"), *dump = attr_get(&f->root, "dump_inputs");
+    char rev[128] = "";
+    int dirty = 0;
+    if (plain_token(git) && strcmp(git, "unknown") != 0 && strlen(git) < sizeof rev) {
+        strcpy(rev, git);
+        const size_t n = strlen(rev);
+        if (n > 6 && strcmp(rev + n - 6, "-dirty") == 0) {
+            rev[n - 6] = '\0';
+            dirty = 1;
+        }
+    }
+    fprintf(o, html ? "<h3>Regenerate</h3>\n<p>" : "\n### Regenerate\n\n");
+    fprintf(o, "The resolved configuration above is saved beside this report as "
+               "%sstudy.ini%s; copy it into a clone of the ropebench repository and run "
+               "there:%s",
+            html ? "<code>" : "`", html ? "</code>" : "`", html ? "</p>\n<pre>" : "\n\n```sh\n");
+    if (rev[0])
+        fprintf(o, "git checkout %s\n", rev);
+    fprintf(o, "scripts/setup.sh && cmake --preset default && cmake --build build/default\n");
+    if (plain_token(kern))
+        fprintf(o, "ROPEBENCH_ISA=%s ", kern);
+    fprintf(o, "scripts/mpirun.sh %s build/default/ropebench run -c study.ini%s -o results.h5\n",
+            plain_token(nr) ? nr : "N", dump && strcmp(dump, "1") == 0 ? " --dump-inputs" : "");
+    fprintf(o, "build/default/ropebench report results.h5 -o report\n");
+    fprintf(o, html ? "</pre>\n<p>" : "```\n\n");
+    fprintf(o, "ROPEBENCH_ISA forces the kernel that ran (leave it out to let the new machine "
+               "choose); timings and peaks are the new machine's own.");
+    if (dirty)
+        fprintf(o, " The build that wrote this file had uncommitted changes (%s): the source "
+                   "at %s is not exactly what ran.", git, rev);
+    else if (!rev[0])
+        fprintf(o, " The file does not name the commit that was built.");
+    fprintf(o, html ? "</p>\n" : "\n");
 }
 
 static size_t count_complete(const rp_file *f)
@@ -346,6 +405,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
             fputc('`', o);
         fputc('\n', o);
     }
+    write_regenerate(o, f, 0);
 
     write_cases(o, f, 0);
     write_tput(o, f, 0);
@@ -466,6 +526,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         rp_html_esc(o, cfg);
         fprintf(o, "</pre>\n");
     }
+    write_regenerate(o, f, 1);
 
     write_cases(o, f, 1);
     write_tput(o, f, 1);
@@ -534,6 +595,23 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     return RB_OK;
 }
 
+/* write_study_ini: the file's config_text as OUTDIR/study.ini, which the report's
+ * Regenerate section runs (nothing without config_text). */
+static int write_study_ini(const rp_file *f, const char *outdir, char *err, size_t errlen)
+{
+    const char *cfg = attr_get(&f->root, "config_text");
+    if (!cfg)
+        return RB_OK;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/study.ini", outdir);
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                       strerror(errno));
+    fputs(cfg, o);
+    return finish(o, path, err, errlen);
+}
+
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
  * HTML reports are still written (saying so) and the plot error is returned. */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
@@ -573,6 +651,8 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     rc = rp_write_md(&f, plots, np, outdir, note, err, errlen);
     if (rc == RB_OK)
         rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
+    if (rc == RB_OK)
+        rc = write_study_ini(&f, outdir, err, errlen);
     if (rc == RB_OK && prc != RB_OK) {
         size_t drawn = 0;
         for (size_t k = 0; k < np; k++)
