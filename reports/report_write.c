@@ -140,6 +140,18 @@ static int finish(FILE *o, const char *path, char *err, size_t errlen)
     return RB_OK;
 }
 
+/* open_out: OUTDIR/name opened for writing into *o (its path in path[plen]), or the
+ * error naming it. */
+static int open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
+                    char *err, size_t errlen)
+{
+    snprintf(path, plen, "%s/%s", outdir, name);
+    *o = fopen(path, "w");
+    return *o ? RB_OK
+              : rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                        strerror(errno));
+}
+
 /* ---- Markdown ---------------------------------------------------------------------- */
 
 /* rp_write_md: see report_int.h. */
@@ -340,11 +352,10 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
                 const char *plot_note, char *err, size_t errlen)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/report.md", outdir);
-    FILE *o = fopen(path, "w");
-    if (!o)
-        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
-                       strerror(errno));
+    FILE *o;
+    const int orc = open_out(outdir, "report.md", &o, path, sizeof path, err, errlen);
+    if (orc != RB_OK)
+        return orc;
     fprintf(o, "# ropebench report\n\nResults file: `");
     rp_md_esc(o, f->path);
     fprintf(o, "`");
@@ -463,11 +474,10 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
                   const char *plot_note, char *err, size_t errlen)
 {
     char path[4200], b[256];
-    snprintf(path, sizeof path, "%s/report.html", outdir);
-    FILE *o = fopen(path, "w");
-    if (!o)
-        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
-                       strerror(errno));
+    FILE *o;
+    const int orc = open_out(outdir, "report.html", &o, path, sizeof path, err, errlen);
+    if (orc != RB_OK)
+        return orc;
     fprintf(o,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<title>ropebench report</title>\n<style>\n"
@@ -603,11 +613,10 @@ static int write_study_ini(const rp_file *f, const char *outdir, char *err, size
     if (!cfg)
         return RB_OK;
     char path[4200];
-    snprintf(path, sizeof path, "%s/study.ini", outdir);
-    FILE *o = fopen(path, "w");
-    if (!o)
-        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
-                       strerror(errno));
+    FILE *o;
+    const int orc = open_out(outdir, "study.ini", &o, path, sizeof path, err, errlen);
+    if (orc != RB_OK)
+        return orc;
     fputs(cfg, o);
     return finish(o, path, err, errlen);
 }
