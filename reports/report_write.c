@@ -76,8 +76,11 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
             plain_token(nr) ? nr : "N", dump && strcmp(dump, "1") == 0 ? " --dump-inputs" : "");
     fprintf(o, "build/default/ropebench report results.h5 -o report\n");
     fprintf(o, html ? "</pre>\n<p>" : "```\n\n");
-    fprintf(o, "ROPEBENCH_ISA forces the kernel that ran (leave it out to let the new machine "
-               "choose); timings and peaks are the new machine's own.");
+    fprintf(o, "%s; timings and peaks are the new machine's own.",
+            plain_token(kern) ? "ROPEBENCH_ISA forces the kernel that ran (leave it out to let "
+                                "the new machine choose)"
+                              : "The file does not name its kernel plainly, so the new "
+                                "machine chooses one");
     if (dirty)
         fprintf(o, " The build that wrote this file had uncommitted changes (%s): the source "
                    "at %s is not exactly what ran.", git, rev);
@@ -639,12 +642,14 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     rc = make_dirs(outdir, err, errlen);
     if (rc != RB_OK)
         goto cleanup;
-    /* both documents can be created, checked before any plot is drawn, so that a
-     * report that cannot be written leaves no plots behind */
-    for (int i = 0; i < 2 && rc == RB_OK; i++) {
+    /* both documents (and study.ini, when the file stored its configuration) can be
+     * created, checked before any plot is drawn, so that a report that cannot be
+     * written leaves no plots behind */
+    static const char *const outs[3] = {"report.md", "report.html", "study.ini"};
+    for (int i = 0; i < (attr_get(&f.root, "config_text") ? 3 : 2) && rc == RB_OK; i++) {
         char path[4200];
         struct stat st;
-        snprintf(path, sizeof path, "%s/report.%s", outdir, i ? "html" : "md");
+        snprintf(path, sizeof path, "%s/%s", outdir, outs[i]);
         const int exists = stat(path, &st) == 0;
         if (exists && !S_ISREG(st.st_mode))
             rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",

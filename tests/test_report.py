@@ -598,6 +598,41 @@ def main():
         if "yarn-x8" in table:
             fail("incomplete case listed in the cases table")
         print("ok   good file: report.md, report.html, %d SVGs" % len(svgs))
+        # study.ini is the stored configuration; Regenerate runs it with the file's
+        # commit, rank count and kernel
+        ini = os.path.join(out, "study.ini")
+        with h5py.File(good, "r") as f:
+            cfg = f.attrs["config_text"]
+            cfg = cfg.decode() if isinstance(cfg, bytes) else cfg
+        if not os.path.exists(ini) or open(ini).read() != cfg:
+            fail("good file: study.ini missing or not the file's config_text")
+        for needle in ("git checkout synthetic\n", "ROPEBENCH_ISA=ref scripts/mpirun.sh 2 "
+                       "build/default/ropebench run -c study.ini -o results.h5\n"):
+            if needle not in md or needle not in html:
+                fail("good file: the Regenerate section lacks %r" % needle)
+        # attribute values that are not plain tokens never reach the command
+        odd = os.path.join(work, "odd-tokens.h5")
+        shutil.copyfile(good, odd)
+        with h5py.File(odd, "a") as f:
+            f.attrs["git_describe"] = "x; rm -rf ~"
+            f.attrs["kernel"] = "`id`"
+        out_odd = os.path.join(work, "out-odd")
+        shutil.rmtree(out_odd, ignore_errors=True)
+        rc, so, se = run(cmd, odd, out_odd)
+        md_odd = open(os.path.join(out_odd, "report.md")).read() if rc == 0 else ""
+        regen = md_odd.split("### Regenerate")[-1].split("## Cases")[0]
+        if rc != 0 or "rm -rf" in regen or "`id`" in regen or "ROPEBENCH_ISA=" in regen or \
+                "does not name the commit" not in regen:
+            fail("odd tokens: rc %d, Regenerate section %r" % (rc, regen[:600]))
+        # a study.ini that cannot be written stops the report before any plot
+        out_bad = os.path.join(work, "out-ini-dir")
+        shutil.rmtree(out_bad, ignore_errors=True)
+        os.makedirs(os.path.join(out_bad, "study.ini"))
+        rc, so, se = run(cmd, good, out_bad)
+        if rc == 0 or "study.ini" not in so + se or \
+                any(x.endswith(".svg") for x in os.listdir(out_bad)):
+            fail("study.ini a directory: rc %d, %r, %s" % (rc, (so + se)[-300:],
+                                                          os.listdir(out_bad)))
         check_content(cmd, work, "good-content", good, ntables=len(TABLES))
         # the case throughput section: % of the run's peaks (synthetic flops 3.3e9 over
         # the slowest rank's 0.02 s compute is 165 GFLOP/s; peaks 100 + 110 GFLOP/s)
