@@ -40,6 +40,33 @@ static int plain_token(const char *s)
     return 1;
 }
 
+/* study_file_path: when the resolved configuration text cfg (sections, then one
+ * "key = value" per line, as `ropebench run` writes it) lists `file` in
+ * [study] datasets, its [file] path into out[n] (1); else 0. */
+static int study_file_path(const char *cfg, char *out, size_t n)
+{
+    char sect[32] = "", path[4096] = "";
+    int uses = 0;
+    for (const char *l = cfg; *l;) {
+        const char *e = strchr(l, '\n');
+        const size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len > 2 && l[0] == '[' && l[len - 1] == ']' && len - 2 < sizeof sect)
+            snprintf(sect, sizeof sect, "%.*s", (int)(len - 2), l + 1);
+        else if (!strcmp(sect, "study") && len > 11 && !strncmp(l, "datasets = ", 11)) {
+            char v[256];
+            snprintf(v, sizeof v, ",%.*s,", (int)(len - 11), l + 11);
+            uses = strstr(v, ",file,") != NULL;
+        } else if (!strcmp(sect, "file") && len > 7 && !strncmp(l, "path = ", 7) &&
+                   len - 7 < sizeof path)
+            snprintf(path, sizeof path, "%.*s", (int)(len - 7), l + 7);
+        l += len + (e != NULL);
+    }
+    if (!uses || !path[0])
+        return 0;
+    snprintf(out, n, "%s", path);
+    return 1;
+}
+
 /* write_regenerate: how to run the study of f again, as a section of the report
  * (html or Markdown): the source at the file's git_describe, the configuration it
  * stored (written beside the report as study.ini), its rank count, its kernel forced
@@ -86,6 +113,14 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
                    "at %s is not exactly what ran.", git, rev);
     else if (!rev[0])
         fprintf(o, " The file does not name the commit that was built.");
+    char in[4096];
+    if (study_file_path(attr_get(&f->root, "config_text"), in, sizeof in)) {
+        fprintf(o, " The %sfile%s dataset reads q, k and v from %s", html ? "<code>" : "`",
+                html ? "</code>" : "`", html ? "<code>" : "`");
+        (html ? rp_html_esc : rp_md_esc)(o, in);
+        fprintf(o, "%s: that file must be there too (or %s in study.ini changed to where "
+                   "it is).", html ? "</code>" : "`", html ? "<code>path</code>" : "`path`");
+    }
     fprintf(o, html ? "</p>\n" : "\n");
 }
 

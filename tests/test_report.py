@@ -624,6 +624,22 @@ def main():
         if rc != 0 or "rm -rf" in regen or "`id`" in regen or "ROPEBENCH_ISA=" in regen or \
                 "does not name the commit" not in regen:
             fail("odd tokens: rc %d, Regenerate section %r" % (rc, regen[:600]))
+        # a study of the `file` dataset: Regenerate names its input, which must be there
+        # too; a study without it (the [file] section is always in the text) does not
+        for label, datasets, want in (("file dataset", "gaussian,file", True),
+                                      ("no file dataset", "gaussian,needle", False)):
+            fd = os.path.join(work, "file-dataset.h5")
+            shutil.copyfile(good, fd)
+            with h5py.File(fd, "a") as f:
+                f.attrs["config_text"] = ("[study]\ndatasets = %s\n[file]\n"
+                                          "path = /data/my input.h5\n" % datasets)
+            out_fd = os.path.join(work, "out-file-dataset")
+            shutil.rmtree(out_fd, ignore_errors=True)
+            rc, so, se = run(cmd, fd, out_fd)
+            md_fd = open(os.path.join(out_fd, "report.md")).read() if rc == 0 else ""
+            says = "reads q, k and v from `/data/my input.h5`: that file must be there" in md_fd
+            if rc != 0 or says != want:
+                fail("%s: rc %d, Regenerate names the input: %s" % (label, rc, says))
         # a study.ini that cannot be written stops the report before any plot
         out_bad = os.path.join(work, "out-ini-dir")
         shutil.rmtree(out_bad, ignore_errors=True)
