@@ -28,11 +28,12 @@ static const char *attr_get(const rp_attrs *as, const char *name)
     return NULL;
 }
 
-/* plain_token: s is non-empty and only [A-Za-z0-9._-] (safe to print into a shell
- * command and a code block unquoted). */
+/* plain_token: s is non-empty, starts with a letter or digit and has only
+ * [A-Za-z0-9._-] (safe to print into a shell command and a code block unquoted, and
+ * never read as an option). digits_token: s is a positive integer in decimal. */
 static int plain_token(const char *s)
 {
-    if (!s || !*s)
+    if (!s || !isalnum((unsigned char)*s))
         return 0;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
@@ -40,26 +41,68 @@ static int plain_token(const char *s)
     return 1;
 }
 
+static int digits_token(const char *s)
+{
+    if (!s || *s < '1' || *s > '9' || strlen(s) > 9)
+        return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+/* md_code: s as one Markdown code span, raw (a code span shows backslashes and
+ * entities literally), fenced by more backticks than any run inside it. */
+static void md_code(FILE *o, const char *s)
+{
+    size_t run = 0, best = 0;
+    for (const char *c = s; *c; c++) {
+        run = *c == '`' ? run + 1 : 0;
+        best = run > best ? run : best;
+    }
+    const size_t n = strlen(s);
+    const int pad = n && (s[0] == '`' || s[n - 1] == '`'); /* else the fence would merge */
+    for (size_t k = 0; k <= best; k++)
+        fputc('`', o);
+    fprintf(o, pad ? " %s " : "%s", s);
+    for (size_t k = 0; k <= best; k++)
+        fputc('`', o);
+}
+
 /* study_file_path: when the resolved configuration text cfg (sections, then one
- * "key = value" per line, as `ropebench run` writes it) lists `file` in
- * [study] datasets, its [file] path into out[n] (1); else 0. */
+ * "key = value" per line, as `ropebench run` writes it) lists `file` in [study]
+ * datasets (a comma list whose items may carry spaces), its [file] path into out[n]
+ * (1); else 0. */
 static int study_file_path(const char *cfg, char *out, size_t n)
 {
-    char sect[32] = "", path[4096] = "";
+    char sect[64] = "", path[4096] = "";
     int uses = 0;
     for (const char *l = cfg; *l;) {
         const char *e = strchr(l, '\n');
-        const size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len > 2 && l[0] == '[' && l[len - 1] == ']' && len - 2 < sizeof sect)
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        const size_t step = len + (e != NULL);
+        if (len && l[len - 1] == '\r')
+            len--;
+        if (len > 2 && l[0] == '[' && l[len - 1] == ']')
             snprintf(sect, sizeof sect, "%.*s", (int)(len - 2), l + 1);
         else if (!strcmp(sect, "study") && len > 11 && !strncmp(l, "datasets = ", 11)) {
-            char v[256];
-            snprintf(v, sizeof v, ",%.*s,", (int)(len - 11), l + 11);
-            uses = strstr(v, ",file,") != NULL;
+            uses = 0;
+            for (size_t a = 11; a < len;) { /* items between commas, spaces trimmed */
+                size_t b = a;
+                while (b < len && l[b] != ',')
+                    b++;
+                size_t x = a, y = b;
+                while (x < y && isspace((unsigned char)l[x]))
+                    x++;
+                while (y > x && isspace((unsigned char)l[y - 1]))
+                    y--;
+                uses |= y - x == 4 && !strncmp(l + x, "file", 4);
+                a = b + 1;
+            }
         } else if (!strcmp(sect, "file") && len > 7 && !strncmp(l, "path = ", 7) &&
                    len - 7 < sizeof path)
             snprintf(path, sizeof path, "%.*s", (int)(len - 7), l + 7);
-        l += len + (e != NULL);
+        l += step;
     }
     if (!uses || !path[0])
         return 0;
@@ -69,16 +112,19 @@ static int study_file_path(const char *cfg, char *out, size_t n)
 
 /* write_regenerate: how to run the study of f again, as a section of the report
  * (html or Markdown): the source at the file's git_describe, the configuration it
- * stored (written beside the report as study.ini), its rank count, its kernel forced
- * with ROPEBENCH_ISA and --dump-inputs when it had them. Nothing without config_text;
- * a value that is not a plain token (a damaged or foreign file) is left out, with its
- * part of the command. */
+ * stored (written beside the report as study.ini), its rank and thread counts, its
+ * kernel forced with ROPEBENCH_ISA and --dump-inputs when it had them; a resumed file
+ * and a `file` dataset's input are pointed out. Nothing without config_text; a value
+ * that is not a plain token (a damaged or foreign file) is left out, with its part of
+ * the command. */
 static void write_regenerate(FILE *o, const rp_file *f, int html)
 {
     if (!attr_get(&f->root, "config_text"))
         return;
     const char *git = attr_get(&f->root, "git_describe"), *nr = attr_get(&f->root, "nranks");
     const char *kern = attr_get(&f->root, "kernel"), *dump = attr_get(&f->root, "dump_inputs");
+    const char *thr = attr_get(&f->root, "threads_per_rank");
+    const int kernel_ok = plain_token(kern);
     char rev[128] = "";
     int dirty = 0;
     if (plain_token(git) && strcmp(git, "unknown") != 0 && strlen(git) < sizeof rev) {
@@ -89,37 +135,51 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
             dirty = 1;
         }
     }
+    const char *code = html ? "<code>" : "`", *uncode = html ? "</code>" : "`";
     fprintf(o, html ? "<h3>Regenerate</h3>\n<p>" : "\n### Regenerate\n\n");
     fprintf(o, "The resolved configuration above is saved beside this report as "
                "%sstudy.ini%s; copy it into a clone of the ropebench repository and run "
                "there:%s",
-            html ? "<code>" : "`", html ? "</code>" : "`", html ? "</p>\n<pre>" : "\n\n```sh\n");
+            code, uncode, html ? "</p>\n<pre>" : "\n\n```sh\n");
     if (rev[0])
         fprintf(o, "git checkout %s\n", rev);
     fprintf(o, "scripts/setup.sh && cmake --preset default && cmake --build build/default\n");
-    if (plain_token(kern))
+    if (kernel_ok)
         fprintf(o, "ROPEBENCH_ISA=%s ", kern);
-    fprintf(o, "scripts/mpirun.sh %s build/default/ropebench run -c study.ini%s -o results.h5\n",
-            plain_token(nr) ? nr : "N", dump && strcmp(dump, "1") == 0 ? " --dump-inputs" : "");
+    fprintf(o, "scripts/mpirun.sh %s build/default/ropebench run -c study.ini",
+            digits_token(nr) ? nr : "N");
+    if (digits_token(thr))
+        fprintf(o, " --set study.threads=%s", thr);
+    fprintf(o, "%s -o results.h5\n", dump && strcmp(dump, "1") == 0 ? " --dump-inputs" : "");
     fprintf(o, "build/default/ropebench report results.h5 -o report\n");
     fprintf(o, html ? "</pre>\n<p>" : "```\n\n");
     fprintf(o, "%s; timings and peaks are the new machine's own.",
-            plain_token(kern) ? "ROPEBENCH_ISA forces the kernel that ran (leave it out to let "
-                                "the new machine choose)"
-                              : "The file does not name its kernel plainly, so the new "
-                                "machine chooses one");
+            kernel_ok ? "ROPEBENCH_ISA forces the kernel that ran and study.threads the "
+                        "threads each rank used (leave them out to let the new machine "
+                        "choose)"
+                      : "The file does not name its kernel plainly, so the new machine "
+                        "chooses one");
     if (dirty)
         fprintf(o, " The build that wrote this file had uncommitted changes (%s): the source "
                    "at %s is not exactly what ran.", git, rev);
     else if (!rev[0])
         fprintf(o, " The file does not name the commit that was built.");
+    if (attr_get(&f->root, "resumed_utc"))
+        fprintf(o, " This file was completed by %s--resume%s: the rank and thread counts "
+                   "above are its first run's, and each case records its own.", code,
+                uncode);
     char in[4096];
     if (study_file_path(attr_get(&f->root, "config_text"), in, sizeof in)) {
-        fprintf(o, " The %sfile%s dataset reads q, k and v from %s", html ? "<code>" : "`",
-                html ? "</code>" : "`", html ? "<code>" : "`");
-        (html ? rp_html_esc : rp_md_esc)(o, in);
-        fprintf(o, "%s: that file must be there too (or %s in study.ini changed to where "
-                   "it is).", html ? "</code>" : "`", html ? "<code>path</code>" : "`path`");
+        fprintf(o, " The %sfile%s dataset reads q, k and v from ", code, uncode);
+        if (html) {
+            fprintf(o, "<code>");
+            rp_html_esc(o, in);
+            fprintf(o, "</code>");
+        } else
+            md_code(o, in);
+        fprintf(o, "%s: that file must be there too (or %spath%s in study.ini changed to "
+                   "where it is).", in[0] == '/' ? "" : " (relative to where the run started)",
+                code, uncode);
     }
     fprintf(o, html ? "</p>\n" : "\n");
 }
@@ -643,8 +703,12 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
     return RB_OK;
 }
 
-/* write_study_ini: the file's config_text as OUTDIR/study.ini, which the report's
- * Regenerate section runs (nothing without config_text). */
+/* study.ini's first line, by which a report knows the file as its own to replace */
+#define RP_INI_MARK "# study.ini written by `ropebench report`"
+
+/* write_study_ini: the file's config_text as OUTDIR/study.ini, after RP_INI_MARK and
+ * the results file's name: the configuration the report's Regenerate section runs
+ * (nothing without config_text). */
 static int write_study_ini(const rp_file *f, const char *outdir, char *err, size_t errlen)
 {
     const char *cfg = attr_get(&f->root, "config_text");
@@ -655,8 +719,25 @@ static int write_study_ini(const rp_file *f, const char *outdir, char *err, size
     const int orc = open_out(outdir, "study.ini", &o, path, sizeof path, err, errlen);
     if (orc != RB_OK)
         return orc;
-    fputs(cfg, o);
+    fprintf(o, "%s: the resolved configuration of the run that wrote\n# ", RP_INI_MARK);
+    for (const char *c = f->path; *c; c++) /* the name on one comment line */
+        fputc(*c == '\n' || *c == '\r' ? '?' : *c, o);
+    fprintf(o, "\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
     return finish(o, path, err, errlen);
+}
+
+/* ini_is_ours: an existing study.ini at path begins with RP_INI_MARK (a report wrote
+ * it, so it may be replaced; anything else is the user's and is not). */
+static int ini_is_ours(const char *path)
+{
+    char head[sizeof RP_INI_MARK] = "";
+    FILE *i = fopen(path, "r");
+    if (!i)
+        return 0;
+    const size_t got = fread(head, 1, sizeof head - 1, i);
+    fclose(i);
+    head[got] = '\0';
+    return strcmp(head, RP_INI_MARK) == 0;
 }
 
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
@@ -689,6 +770,10 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         if (exists && !S_ISREG(st.st_mode))
             rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",
                          path);
+        else if (exists && i == 2 && !ini_is_ours(path))
+            rc = rb_errf(err, errlen, RB_EIO,
+                         "report: %s exists and no report wrote it (a study of yours?); "
+                         "move it, or give -o another directory", path);
         else if (access(exists ? path : outdir, W_OK) != 0)
             rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
                          strerror(errno));

@@ -263,7 +263,8 @@ set_property(TEST e2e_write_failure APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=re
 # the report's Regenerate section, run as printed, gives the same results
 rb_add_test(NAME e2e_regenerate COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/regenerate.py
   ${RB_WORK}/regenerate ${RB_EXE} ${RB_WORK}/small_np1.h5 ${PROJECT_SOURCE_DIR})
-set_tests_properties(e2e_regenerate PROPERTIES FIXTURES_REQUIRED small_np1 LABELS "cli;mpi")
+set_tests_properties(e2e_regenerate PROPERTIES FIXTURES_REQUIRED small_np1 LABELS "cli;mpi"
+  TIMEOUT 600)
 rb_add_test(NAME e2e_report_small COMMAND ${RB_EXE} report ${RB_WORK}/small_np1.h5 -o ${RB_WORK}/small_report)
 set_tests_properties(e2e_report_small PROPERTIES FIXTURES_REQUIRED small_np1)
 

@@ -41,10 +41,14 @@ def main():
     with h5py.File(results, "r") as f:
         cfg = text_attr(f, "config_text")
         kernel, nranks = text_attr(f, "kernel"), int(f.attrs["nranks"])
+        threads = int(f.attrs["threads_per_rank"])
         dump = int(f.attrs.get("dump_inputs", 0))
     ini = os.path.join(rep, "study.ini")
-    if not os.path.exists(ini) or open(ini).read() != cfg:
-        failed.append("study.ini missing or not the file's config_text")
+    text = open(ini).read() if os.path.exists(ini) else ""
+    if not text.startswith("# study.ini written by `ropebench report`") or \
+            not text.endswith(cfg):
+        failed.append("study.ini missing, or not the report's mark and the file's "
+                      "config_text")
     md = open(os.path.join(rep, "report.md")).read()
     block = re.search(r"### Regenerate\n.*?```sh\n(.*?)```", md, re.S)
     runs = [x for x in block.group(1).splitlines() if " run -c study.ini" in x] if block \
@@ -54,7 +58,8 @@ def main():
                                  f"{block.group(0) if block else md[:300]!r}"])
     line = runs[0]
     want = (f"ROPEBENCH_ISA={kernel} scripts/mpirun.sh {nranks} build/default/ropebench run "
-            f"-c study.ini{' --dump-inputs' if dump else ''} -o results.h5")
+            f"-c study.ini --set study.threads={threads}{' --dump-inputs' if dump else ''} "
+            "-o results.h5")
     if line != want:
         failed.append(f"run line {line!r}, want {want!r}")
     if html.escape(line, quote=False) not in open(os.path.join(rep, "report.html")).read():

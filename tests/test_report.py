@@ -604,10 +604,13 @@ def main():
         with h5py.File(good, "r") as f:
             cfg = f.attrs["config_text"]
             cfg = cfg.decode() if isinstance(cfg, bytes) else cfg
-        if not os.path.exists(ini) or open(ini).read() != cfg:
-            fail("good file: study.ini missing or not the file's config_text")
+        ini_text = open(ini).read() if os.path.exists(ini) else ""
+        if not ini_text.startswith("# study.ini written by `ropebench report`") or \
+                not ini_text.endswith(cfg):
+            fail("good file: study.ini missing, or not the mark and the file's config_text")
         for needle in ("git checkout synthetic\n", "ROPEBENCH_ISA=ref scripts/mpirun.sh 2 "
-                       "build/default/ropebench run -c study.ini -o results.h5\n"):
+                       "build/default/ropebench run -c study.ini --set study.threads=1 -o "
+                       "results.h5\n"):
             if needle not in md or needle not in html:
                 fail("good file: the Regenerate section lacks %r" % needle)
         # attribute values that are not plain tokens never reach the command
@@ -619,15 +622,17 @@ def main():
         out_odd = os.path.join(work, "out-odd")
         shutil.rmtree(out_odd, ignore_errors=True)
         rc, so, se = run(cmd, odd, out_odd)
-        md_odd = open(os.path.join(out_odd, "report.md")).read() if rc == 0 else ""
-        regen = md_odd.split("### Regenerate")[-1].split("## Cases")[0]
-        if rc != 0 or "rm -rf" in regen or "`id`" in regen or "ROPEBENCH_ISA=" in regen or \
-                "does not name the commit" not in regen:
-            fail("odd tokens: rc %d, Regenerate section %r" % (rc, regen[:600]))
+        for doc, start, end in (("report.md", "### Regenerate", "## Cases"),
+                                ("report.html", "<h3>Regenerate</h3>", "<h2>")):
+            got = open(os.path.join(out_odd, doc)).read() if rc == 0 else ""
+            regen = got.split(start)[-1].split(end)[0]
+            if rc != 0 or "rm -rf" in regen or "id`" in regen or "ROPEBENCH_ISA=" in regen \
+                    or "does not name the commit" not in regen:
+                fail("odd tokens, %s: rc %d, Regenerate section %r" % (doc, rc, regen[:600]))
         # a study of the `file` dataset: Regenerate names its input, which must be there
         # too; a study without it (the [file] section is always in the text) does not
-        for label, datasets, want in (("file dataset", "gaussian,file", True),
-                                      ("no file dataset", "gaussian,needle", False)):
+        for label, datasets, want in (("file dataset", "gaussian, file", True),
+                                      ("no file dataset", "gaussian,needle,filex", False)):
             fd = os.path.join(work, "file-dataset.h5")
             shutil.copyfile(good, fd)
             with h5py.File(fd, "a") as f:
@@ -637,9 +642,25 @@ def main():
             shutil.rmtree(out_fd, ignore_errors=True)
             rc, so, se = run(cmd, fd, out_fd)
             md_fd = open(os.path.join(out_fd, "report.md")).read() if rc == 0 else ""
+            html_fd = open(os.path.join(out_fd, "report.html")).read() if rc == 0 else ""
             says = "reads q, k and v from `/data/my input.h5`: that file must be there" in md_fd
-            if rc != 0 or says != want:
-                fail("%s: rc %d, Regenerate names the input: %s" % (label, rc, says))
+            says_html = ("reads q, k and v from <code>/data/my input.h5</code>: that file "
+                         "must be there") in html_fd
+            if rc != 0 or says != want or says_html != want:
+                fail("%s: rc %d, Regenerate names the input: md %s, html %s" %
+                     (label, rc, says, says_html))
+        # a study.ini the report did not write (the user's own) is never replaced
+        out_own = os.path.join(work, "out-own-ini")
+        shutil.rmtree(out_own, ignore_errors=True)
+        os.makedirs(out_own)
+        with open(os.path.join(out_own, "study.ini"), "w") as f:
+            f.write("[model]\nhead_dim = 64  # mine\n")
+        rc, so, se = run(cmd, good, out_own)
+        if rc == 0 or "no report wrote it" not in so + se or \
+                open(os.path.join(out_own, "study.ini")).read() != \
+                "[model]\nhead_dim = 64  # mine\n" or \
+                any(x.endswith(".svg") for x in os.listdir(out_own)):
+            fail("own study.ini: rc %d, %r, %s" % (rc, (so + se)[-300:], os.listdir(out_own)))
         # a study.ini that cannot be written stops the report before any plot
         out_bad = os.path.join(work, "out-ini-dir")
         shutil.rmtree(out_bad, ignore_errors=True)
