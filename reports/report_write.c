@@ -51,22 +51,33 @@ static int digits_token(const char *s)
     return 1;
 }
 
+/* ticks_run: the longest run of backticks in s. put_ticks: n backticks. A Markdown
+ * code span or fence longer than any run inside holds s as it is. */
+static size_t ticks_run(const char *s)
+{
+    size_t run = 0, best = 0;
+    for (; *s; s++) {
+        run = *s == '`' ? run + 1 : 0;
+        best = run > best ? run : best;
+    }
+    return best;
+}
+
+static void put_ticks(FILE *o, size_t n)
+{
+    while (n--)
+        fputc('`', o);
+}
+
 /* md_code: s as one Markdown code span, raw (a code span shows backslashes and
  * entities literally), fenced by more backticks than any run inside it. */
 static void md_code(FILE *o, const char *s)
 {
-    size_t run = 0, best = 0;
-    for (const char *c = s; *c; c++) {
-        run = *c == '`' ? run + 1 : 0;
-        best = run > best ? run : best;
-    }
-    const size_t n = strlen(s);
+    const size_t n = strlen(s), fence = ticks_run(s) + 1;
     const int pad = n && (s[0] == '`' || s[n - 1] == '`'); /* else the fence would merge */
-    for (size_t k = 0; k <= best; k++)
-        fputc('`', o);
+    put_ticks(o, fence);
     fprintf(o, pad ? " %s " : "%s", s);
-    for (size_t k = 0; k <= best; k++)
-        fputc('`', o);
+    put_ticks(o, fence);
 }
 
 /* study_file_path: when the resolved configuration text cfg (sections, then one
@@ -454,9 +465,8 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
     const int orc = open_out(outdir, "report.md", &o, path, sizeof path, err, errlen);
     if (orc != RB_OK)
         return orc;
-    fprintf(o, "# ropebench report\n\nResults file: `");
-    rp_md_esc(o, f->path);
-    fprintf(o, "`");
+    fprintf(o, "# ropebench report\n\nResults file: ");
+    md_code(o, f->path);
     write_case_summary(o, f, 0);
     fprintf(o, "\n\n");
 
@@ -499,19 +509,11 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
     }
     const char *cfg = attr_get(&f->root, "config_text");
     if (cfg) {
-        /* A fence longer than any backtick run inside. */
-        size_t run = 0, best = 0;
-        for (const char *s = cfg; *s; s++) {
-            run = *s == '`' ? run + 1 : 0;
-            best = run > best ? run : best;
-        }
-        size_t fence = best < 3 ? 3 : best + 1;
+        const size_t best = ticks_run(cfg), fence = best < 3 ? 3 : best + 1;
         fprintf(o, "\n### Configuration (resolved)\n\n");
-        for (size_t i = 0; i < fence; i++)
-            fputc('`', o);
+        put_ticks(o, fence);
         fprintf(o, "ini\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
-        for (size_t i = 0; i < fence; i++)
-            fputc('`', o);
+        put_ticks(o, fence);
         fputc('\n', o);
     }
     write_regenerate(o, f, 0);
