@@ -799,11 +799,12 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         if (m->n_needles > 0) {
             const int nn = m->n_needles;
             reduce(m->needle_above, (int64_t)H * nn, MPI_SUM, comm);
-            double *cols[8];
+            enum { NCOL = 10 };
+            double *cols[NCOL];
             int oom = 0;
-            for (int k = 0; k < 8; k++) oom |= !(cols[k] = zalloc((size_t)H * nn, sizeof(double)));
+            for (int k = 0; k < NCOL; k++) oom |= !(cols[k] = zalloc((size_t)H * nn, sizeof(double)));
             if (oom) {
-                for (int k = 0; k < 8; k++) free(cols[k]);
+                for (int k = 0; k < NCOL; k++) free(cols[k]);
                 rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
                 goto cleanup;
             }
@@ -819,12 +820,17 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                     cols[6][k] = cols[5][k] == 1.0;
                     cols[7][k] = m->needle_s[k];
                 }
+            /* the rank against the haystack: the query's other needles left out */
+            rb_metrics_needle_haystack_rank((int64_t)H * nn, cols[0], cols[1], cols[2], cols[7],
+                                            cols[5], cols[8]);
+            for (size_t k = 0; k < (size_t)H * nn; k++) cols[9][k] = cols[8][k] == 1.0;
             snprintf(g, sizeof g, "%s/needles", case_g);
-            static const char *names[8] = {"head", "query_pos", "needle_pos", "distance",
-                                           "mass", "rank", "hit", "score"};
-            for (int k = 0; k < 8 && rc == RB_OK; k++)
+            static const char *names[NCOL] = {"head", "query_pos", "needle_pos", "distance",
+                                              "mass", "rank", "hit", "score",
+                                              "rank_haystack", "hit_haystack"};
+            for (int k = 0; k < NCOL && rc == RB_OK; k++)
                 rc = put1(res, g, names[k], cols[k], (int64_t)H * nn, err, errlen);
-            for (int k = 0; k < 8; k++) free(cols[k]);
+            for (int k = 0; k < NCOL; k++) free(cols[k]);
             if (rc) goto cleanup;
         }
 

@@ -360,6 +360,21 @@ void rb_metrics_decay_bounds(const double *inv_freq, int np, const double *delta
                              double *roformer, double *B);
 int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_delta);
 
+/* rb_metrics_needle_haystack_rank: a needle's rank against the haystack. rank[i] is
+ * needle i's rank among every key its query sees (1 + the keys other than itself with
+ * a larger score: rb_probe_metrics' needle_above + 1), so a query that looks for
+ * several needles finds them competing with each other: with five copies of one key at
+ * five distances, only the nearest can ever rank 1. out[i] takes out of rank[i] the
+ * needles of the same head and query, at a position other than needle i's, whose score
+ * is larger than score[i] (each such position once): the rank among the keys that are
+ * not the query's needles. All arrays have n entries, one per (head, needle), as the
+ * `needles` table stores them (positions and heads as doubles); score[j] must be the
+ * score the accumulator gave the key at needle_pos[j] (rb_probe_metrics' needle_s,
+ * which is formed bit for bit so). out may not alias the inputs. n <= 0 does nothing. */
+void rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
+                                     const double *needle_pos, const double *score,
+                                     const double *rank, double *out);
+
 /* Data-driven probe metrics: accumulators filled by rb_probe_metrics_accumulate over
  * (probe row, visible key) pairs, after the attention pass gave each row its final
  * lse. Every array is caller-owned and zeroed (or set as noted) before the first call;

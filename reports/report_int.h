@@ -35,7 +35,7 @@ enum {
     RP_TAB_FLOOR_POS, /* softmax_floor_by_position (metric 8 per position bin) */
     RP_TAB_COUNT
 };
-#define RP_TAB_MAXCOL 8
+#define RP_TAB_MAXCOL 10
 
 /* Column indices of each table, in the order of rp_tab_specs[t].cols. */
 enum { RP_PAIRS_J, RP_PAIRS_INV_BASE, RP_PAIRS_INV, RP_PAIRS_WAVELENGTH, RP_PAIRS_SPAN,
@@ -47,7 +47,7 @@ enum { RP_DECAY_DIST, RP_DECAY_COUNT, RP_DECAY_MEAN, RP_DECAY_STD, RP_DECAY_ROFO
 enum { RP_SHARE_DIST, RP_SHARE_WEIGHT, RP_SHARE_TOP_PAIR, RP_SHARE_TOP, RP_SHARE_HIGH,
        RP_SHARE_MID, RP_SHARE_LOW };
 enum { RP_NEEDLE_HEAD, RP_NEEDLE_QPOS, RP_NEEDLE_NPOS, RP_NEEDLE_DIST, RP_NEEDLE_SCORE,
-       RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT };
+       RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT, RP_NEEDLE_RANK_HAY, RP_NEEDLE_HIT_HAY };
 enum { RP_PREC_POS, RP_PREC_PHASE, RP_PREC_SCORE, RP_PREC_ENTROPY, RP_PREC_BOUND,
        RP_PREC_PHASE_MEAN };
 enum { RP_FLOOR_POS, RP_FLOOR_MWN, RP_FLOOR_FLOOR, RP_FLOOR_RATIO };
@@ -75,7 +75,8 @@ typedef struct {
     double d_zero_before;     /* the bin centre before it (D <= 1e-9 there; NaN: none) */
     int64_t d_exact;          /* its D_leaves_zero attribute (-1: never; -2: absent) */
     double entropy_last;      /* mean entropy of the last position bin */
-    double needle_hit_rate;   /* hits / needles over heads */
+    double needle_hit_rate;   /* hits against the haystack / needles, over heads */
+    double needle_hit_rate_all; /* hits among all visible keys / needles, over heads */
     double phase_err_max;     /* fp32 phase error, max over probe rows */
     double entropy_err_max;   /* |entropy error| from fp32 phases, max over rows */
     double floor_ratio_min;   /* softmax floor ratio, min over rows (>= 1) */

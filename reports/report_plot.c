@@ -126,9 +126,12 @@ static const rp_kind kinds[RP_K_COUNT] = {
                      .hline = 0.0, .hline_title = "B = 0"},
     [RP_K_NEEDLE_RANK] = {"needle-rank", "needle distance (tokens)",
                           "rank of the needle score (1 = hit)",
-                          "Rank of each needle's score among the keys its query sees (1 = "
-                          "retrieved), against needle distance, log x and y axes, all heads",
-                          RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_RANK}, {""}, .logx = 1,
+                          "Rank of each needle's score (1 = retrieved) against the haystack "
+                          "(the keys its query sees that are not the query's needles) and "
+                          "among all the keys its query sees, against needle distance, log x "
+                          "and y axes, all heads",
+                          RP_TAB_NEEDLES, RP_NEEDLE_DIST, 2, {RP_NEEDLE_RANK_HAY, RP_NEEDLE_RANK},
+                          {"against the haystack", "among all keys"}, .logx = 1,
                           .logy = 1, .points = 1},
     [RP_K_NEEDLE_MASS] = {"needle-mass", "needle distance (tokens)",
                           "attention mass on the needle",

@@ -618,8 +618,9 @@ const rp_tab_spec rp_tab_specs[RP_TAB_COUNT] = {
                                                 "std_score", "roformer_bound", "B"}},
     [RP_TAB_SHARE] = {"pair_share", 7, {"distance", "weight_sum", "=top_pair", "=top_share",
                                          "=high", "=mid", "=low"}},
-    [RP_TAB_NEEDLES] = {"needles", 8, {"head", "query_pos", "needle_pos", "distance",
-                                        "score", "mass", "rank", "hit"}},
+    [RP_TAB_NEEDLES] = {"needles", 10, {"head", "query_pos", "needle_pos", "distance",
+                                         "score", "mass", "rank", "hit", "rank_haystack",
+                                         "hit_haystack"}},
     [RP_TAB_PRECISION] = {"precision", 6, {"position", "phase_err_max", "score_err_max",
                                             "entropy_err", "bound_ratio_max",
                                             "phase_err_mean"}},
@@ -777,7 +778,7 @@ static void case_read_metrics(hid_t g, rp_case *c)
     m->critical_pair = -1;
     m->first_negative_B = -2;
     m->d_exact = -2;
-    m->d_leaves_zero = m->d_zero_before = m->entropy_last = m->needle_hit_rate = m->phase_err_max = NAN;
+    m->d_leaves_zero = m->d_zero_before = m->entropy_last = m->needle_hit_rate = m->needle_hit_rate_all = m->phase_err_max = NAN;
     m->entropy_err_max = m->floor_ratio_min = m->bound_ratio_max = NAN;
     for (int k = 0; k < RP_TAB_COUNT; k++)
         tab_read(g, &rp_tab_specs[k], &c->tab[k]);
@@ -815,11 +816,24 @@ static void case_read_metrics(hid_t g, rp_case *c)
     if (dset_f64(g, "entropy/by_position/mean", &a, dims, &nd, &why) == RB_OK && nd == 1 && dims[0])
         m->entropy_last = a[dims[0] - 1];
     free(a);
-    const rp_tab *N = &c->tab[RP_TAB_NEEDLES];
+    rp_tab *N = &c->tab[RP_TAB_NEEDLES];
     if (N->n > 0) {
-        double h = 0;
-        for (int64_t i = 0; i < N->n; i++) h += N->col[RP_NEEDLE_HIT][i];
+        /* files written before the haystack columns: derived from the others, as the
+         * writer derives them */
+        if (isnan(N->col[RP_NEEDLE_RANK_HAY][0])) {
+            rb_metrics_needle_haystack_rank(N->n, N->col[RP_NEEDLE_HEAD], N->col[RP_NEEDLE_QPOS],
+                                            N->col[RP_NEEDLE_NPOS], N->col[RP_NEEDLE_SCORE],
+                                            N->col[RP_NEEDLE_RANK], N->col[RP_NEEDLE_RANK_HAY]);
+            for (int64_t i = 0; i < N->n; i++)
+                N->col[RP_NEEDLE_HIT_HAY][i] = N->col[RP_NEEDLE_RANK_HAY][i] == 1.0;
+        }
+        double h = 0, ha = 0;
+        for (int64_t i = 0; i < N->n; i++) {
+            h += N->col[RP_NEEDLE_HIT_HAY][i];
+            ha += N->col[RP_NEEDLE_HIT][i];
+        }
         m->needle_hit_rate = h / (double)N->n;
+        m->needle_hit_rate_all = ha / (double)N->n;
     }
     m->phase_err_max = col_reduce(&c->tab[RP_TAB_PRECISION], RP_PREC_PHASE, 0);
     m->entropy_err_max = col_reduce(&c->tab[RP_TAB_PRECISION], RP_PREC_ENTROPY, 2);

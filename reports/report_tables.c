@@ -146,12 +146,15 @@ static const rp_mtable mtables[] = {
      {"%.6g", "%.4g", "%.0f", "%.4g", "%.4g", "%.4g", "%.4g"}},
     {RP_TAB_NEEDLES, "Metric 6: needle retrieval (needles)",
      "Per (head, query, needle): the needle's score, the attention mass on it, its rank among "
-     "the keys the query sees, and hit = rank 1.",
-     8,
+     "all the keys the query sees and hit = rank 1, and the same against the haystack: "
+     "among the keys that are not the query's needles (a query that looks for several "
+     "needles finds them competing with each other among all keys).",
+     10,
      {RP_NEEDLE_HEAD, RP_NEEDLE_QPOS, RP_NEEDLE_NPOS, RP_NEEDLE_DIST, RP_NEEDLE_SCORE,
-      RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT},
-     {"head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"},
-     {"%.0f", "%.0f", "%.0f", "%.0f", "%.4g", "%.4g", "%.0f", "%.0f"}},
+      RP_NEEDLE_MASS, RP_NEEDLE_RANK, RP_NEEDLE_HIT, RP_NEEDLE_RANK_HAY, RP_NEEDLE_HIT_HAY},
+     {"head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit",
+      "rank_haystack", "hit_haystack"},
+     {"%.0f", "%.0f", "%.0f", "%.0f", "%.4g", "%.4g", "%.0f", "%.0f", "%.0f", "%.0f"}},
     {RP_TAB_PRECISION, "Metric 7: phase precision of fp32 phases (precision)",
      "Per probe row, max over heads: phase error of fp32 phases (rad; max and mean over the "
      "pairs), the score error it causes (logit units), the entropy error (nats, signed, "

@@ -401,7 +401,8 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"case", "critical pair", "D leaves 0 at distance",
                                  "first Δ with negative B(Δ)", "entropy, last position bin (nats)",
-                                 "needle hit rate", "fp32 phase error max (rad)",
+                                 "needle hit rate against the haystack",
+                                 "needle hit rate among all keys", "fp32 phase error max (rad)",
                                  "max abs entropy error from fp32 phases (nats)", "softmax floor ratio min (≥ 1)",
                                  "precision bound ratio max (≤ 1)"};
     const int ncol = (int)(sizeof cols / sizeof cols[0]);
@@ -416,7 +417,9 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
                "with D(Δ) > 1e-9 rad (phase/by_distance@D_leaves_zero; never: none); in files "
                "without that attribute, from the bin centres where D was sampled, a–b: D = 0 "
                "at a and D > 0 at the next centre b. none: B(Δ) ≥ 0 for every Δ in "
-               "[1, L−1].%s",
+               "[1, L−1]. Needle hit rate: the share of (head, needle) pairs whose needle "
+               "scores first, against the haystack (the keys that are not the query's "
+               "needles) and among all the keys the query sees.%s",
             html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, ncol);
     for (size_t i = 0; i < f->ncases; i++) {
@@ -446,10 +449,11 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         else
             rp_cell_num(o, html, m->first_negative_B < 0 ? NAN : (double)m->first_negative_B,
                         "%.0f");
-        double v[6] = {m->entropy_last,    m->needle_hit_rate, m->phase_err_max,
-                       m->entropy_err_max, m->floor_ratio_min, m->bound_ratio_max};
-        static const char *fmt[6] = {"%.4f", "%.2f", "%.3g", "%.3g", "%.3g", "%.3g"};
-        for (int j = 0; j < 6; j++)
+        double v[7] = {m->entropy_last,    m->needle_hit_rate, m->needle_hit_rate_all,
+                       m->phase_err_max,   m->entropy_err_max, m->floor_ratio_min,
+                       m->bound_ratio_max};
+        static const char *fmt[7] = {"%.4f", "%.2f", "%.2f", "%.3g", "%.3g", "%.3g", "%.3g"};
+        for (int j = 0; j < 7; j++)
             rp_cell_num(o, html, v[j], fmt[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
     }

@@ -167,13 +167,14 @@ def write_case(g_cases, name, method, factor, L, mode, dataset, heads, d, rdim, 
         # where adding the largest times would give 3.5 and rank 0's own ratio 6
         g["timing/metrics_s"] = np.linspace(0.05, 0.03, nranks)
     if dataset == "needle":
-        g["needle/key_pos"] = np.array([3, L // 2], np.int64)
-        g["needle/query_pos"] = np.array([L // 4, L - 1], np.int64)
+        g["needle/key_pos"] = np.array([3, L // 2, L // 2 + 1], np.int64)
+        g["needle/query_pos"] = np.array([L // 4, L - 1, L - 1], np.int64)
         g["needle"].attrs["strength"] = np.float64(4.0)
     if metrics:
         write_metrics(g, inv_base, inv, L, L // 4, pos, heads, mode == "probe")
         if dataset == "needle" and mode == "probe":
-            write_needles(g, [3, L // 2], [L // 4, L - 1], heads)
+            # two needles for the last query, so that they compete (rank_haystack)
+            write_needles(g, [3, L // 2, L // 2 + 1], [L // 4, L - 1, L - 1], heads)
     if flops is not None:
         g.attrs["flops"] = np.float64(flops)  # made up, so that GFLOP/s is not ~0
     if dump:

@@ -13,7 +13,8 @@ stored (docs/metrics.md):
   decay/by_distance     B(delta), first_negative_B (brute force), and in probe mode
                         count, mean_score, std_score over (row, key) pairs per bin
   pair_share            sum p c_j / sum p per bin (probe)
-  needles               score, mass, rank, hit (probe, needle dataset)
+  needles               score, mass, rank, hit, rank_haystack, hit_haystack (probe,
+                        needle dataset)
   rows/entropy_normalized  H / log(p + 1) with H recomputed from the inputs (every mode)
   softmax_floor         min_weight_times_n, floor, ratio per row, lse recomputed (probe)
   softmax_floor_by_position  bins, count, min_ratio, min_weight_times_n (probe)
@@ -407,6 +408,7 @@ def case(name, c):
     n_score = np.zeros(len(needles))
     n_mass = np.zeros(len(needles))
     n_rank = np.zeros(len(needles))
+    n_rank_h = np.zeros(len(needles))
     for h in range(H):
         kr, a, b = rotate(k_all[h], kpos, inv, rd, layout, af)
         qr, _, _ = rotate(q_all[h][pos], pos, inv, rd, layout, af)
@@ -428,6 +430,9 @@ def case(name, c):
                     n_score[i] = s[nk]
                     n_mass[i] = np.exp(s[nk] - lse[h, r])
                     n_rank[i] = 1 + np.count_nonzero(np.delete(s, nk) > s[nk])
+                    # against the haystack: every needle position of this query left out
+                    mine = sorted({k2 for (h2, q2, k2) in needles if h2 == h and q2 == p})
+                    n_rank_h[i] = 1 + np.count_nonzero(np.delete(s, mine) > s[nk])
     check(f"{name} decay count", g["count"][()], count, 0)
     check(f"{name} phase weights E[rho]", c["phase/by_distance/weight"][()], rho / count.sum(), 1e-5)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -442,6 +447,9 @@ def case(name, c):
         check(f"{name} needle mass", ng["mass"][()], n_mass, 1e-5)
         check(f"{name} needle rank", ng["rank"][()], n_rank, 0)
         check(f"{name} needle hit", ng["hit"][()], (n_rank == 1).astype(float), 0)
+        check(f"{name} needle rank_haystack", ng["rank_haystack"][()], n_rank_h, 0)
+        check(f"{name} needle hit_haystack", ng["hit_haystack"][()],
+              (n_rank_h == 1).astype(float), 0)
     softmax_floor(name, c, pos, S_exact)
     if "precision" in c:
         precision(name, c, pos, S_exact, q_all, k_all, inv, rd, layout, af, scale)

@@ -84,7 +84,10 @@ TABLES = [
      ["distance", "weight_sum", "top pair", "top share", "share high", "share mid",
       "share low"]),
     ("Metric 6:", "needles",
-     ["head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit"], None),
+     ["head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit",
+      "=rank_haystack", "=hit_haystack"],
+     ["head", "query_pos", "needle_pos", "distance", "score", "mass", "rank", "hit",
+      "rank_haystack", "hit_haystack"]),
     ("Metric 7:", "precision",
      ["position", "phase_err_max", "phase_err_mean", "score_err_max", "entropy_err",
       "bound_ratio_max"], None),
@@ -146,6 +149,8 @@ def file_table(c, group, cols):
             out[k] = np.arange(n, dtype=float)
         elif not k.startswith("="):
             out[k] = g[k][:].astype(float) if k in g else np.full(n, np.nan)
+    if group == "needles":
+        out["=rank_haystack"], out["=hit_haystack"] = needle_haystack(g)
     if group == "pair_share":
         sh = g["share"][:]
         band = c["phase/by_distance/band"][:] if "phase/by_distance/band" in c else None
@@ -162,6 +167,22 @@ def file_table(c, group, cols):
                     if m.any():
                         out[k][b] = sh[b, m].sum()
     return out, n
+
+
+def needle_haystack(g):
+    """rank_haystack and hit_haystack of a needles group: stored, or (files written
+    before them) the rank less the needles of the same head and query at another
+    position that score higher, each position once."""
+    if "rank_haystack" in g:
+        return g["rank_haystack"][:].astype(float), g["hit_haystack"][:].astype(float)
+    h, q, p = g["head"][:], g["query_pos"][:], g["needle_pos"][:]
+    sc, rk = g["score"][:], g["rank"][:].astype(float)
+    out = rk.copy()
+    for i in range(len(rk)):
+        above = {p[j] for j in range(len(rk))
+                 if h[j] == h[i] and q[j] == q[i] and p[j] != p[i] and sc[j] > sc[i]}
+        out[i] -= len(above)
+    return out, (out == 1).astype(float)
 
 
 def rep_cases(f, group, first_col):
@@ -312,6 +333,8 @@ def check_metrics_summary(md, path):
     head, rows = tab
     try:
         jd, jb = head.index("D leaves 0 at distance"), head.index("first Δ with negative B(Δ)")
+        jh = head.index("needle hit rate against the haystack")
+        ja = head.index("needle hit rate among all keys")
     except ValueError:
         fail("Metrics table: header %s" % head)
         return 0
@@ -337,6 +360,14 @@ def check_metrics_summary(md, path):
             b = int(c["decay/by_distance"].attrs["first_negative_B"])
             if r[jb] != ("none" if b < 0 else str(b)):
                 fail("Metrics table, %s: first negative B %r, file %d" % (r[0], r[jb], b))
+            if "needles" in c:
+                want = ["%.2f" % needle_haystack(c["needles"])[1].mean(),
+                        "%.2f" % c["needles/hit"][()].mean()]
+            else:
+                want = ["n/a", "n/a"]
+            if [r[jh], r[ja]] != want:
+                fail("Metrics table, %s: needle hit rates %s, expected %s"
+                     % (r[0], [r[jh], r[ja]], want))
             n += 1
     return n
 
