@@ -846,6 +846,114 @@ static char *render_text(char **v)
     return s;
 }
 
+/* One "section.key = value" line of a rendered study: name and value, value with the
+ * blanks around commas and at its ends dropped (so "none, pi" equals "none,pi"). */
+typedef struct {
+    char name[96];
+    char *value;
+} text_kv;
+
+static int text_parse(const char *text, text_kv **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    int cap = 0;
+    char sec[64] = "";
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        const size_t len = e ? (size_t)(e - l) : strlen(l);
+        const char *eq = NULL;
+        for (const char *c = l; c + 3 <= l + len && !eq; c++)
+            if (!strncmp(c, " = ", 3)) eq = c;
+        const char *next = e ? e + 1 : NULL;
+        if (l[0] == '[') {
+            const char *rb = memchr(l, ']', len);
+            snprintf(sec, sizeof sec, "%.*s", (int)(rb ? rb - l - 1 : 0), l + 1);
+            l = next;
+            continue;
+        }
+        if (l[0] == '#' || !eq) {
+            l = next;
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            text_kv *t = realloc(*out, (size_t)cap * sizeof *t);
+            if (!t) return RB_ENOMEM;
+            *out = t;
+        }
+        text_kv *kv = &(*out)[*n];
+        snprintf(kv->name, sizeof kv->name, "%.31s.%.*s", sec, (int)(eq - l < 63 ? eq - l : 63), l);
+        const size_t vlen = len - (size_t)(eq + 3 - l);
+        if (!(kv->value = malloc(vlen + 1))) return RB_ENOMEM;
+        (*n)++;
+        char *v = malloc(vlen + 1);
+        if (!v) return RB_ENOMEM;
+        memcpy(v, eq + 3, vlen);
+        v[vlen] = 0;
+        l = next;
+        size_t o = 0;
+        for (size_t i = 0; v[i]; i++) {
+            if (v[i] == ' ' || v[i] == '\t') {
+                size_t j = i;
+                while (v[j] == ' ' || v[j] == '\t') j++;
+                if (o == 0 || v[j] == 0 || v[j] == ',' || kv->value[o - 1] == ',') {
+                    i = j - 1;
+                    continue;
+                }
+            }
+            kv->value[o++] = v[i];
+        }
+        kv->value[o] = 0;
+        free(v);
+    }
+    return RB_OK;
+}
+
+static void text_free(text_kv *kv, int n)
+{
+    for (int i = 0; i < n; i++) free(kv[i].value);
+    free(kv);
+}
+
+/* rb_config_text_differs: see rb_bench.h. */
+int rb_config_text_differs(const char *file_text, const char *now_text, char *msg, size_t msglen)
+{
+    static const char *ignored[] = {"study.threads", "study.memory_limit_gib"};
+    text_kv *a = NULL, *b = NULL;
+    int na = 0, nb = 0, rc = 0;
+    if (text_parse(file_text, &a, &na) != RB_OK || text_parse(now_text, &b, &nb) != RB_OK) {
+        snprintf(msg, msglen, "out of memory comparing the studies");
+        rc = 1;
+        goto cleanup;
+    }
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        const text_kv *x = pass ? a : b, *y = pass ? b : a;
+        const int nx = pass ? na : nb, ny = pass ? nb : na;
+        for (int i = 0; i < nx && !rc; i++) {
+            int skip = 0;
+            for (size_t k = 0; k < sizeof ignored / sizeof *ignored; k++)
+                skip |= !strcmp(x[i].name, ignored[k]);
+            if (skip) continue;
+            int j = 0;
+            while (j < ny && strcmp(y[j].name, x[i].name)) j++;
+            if (j == ny) {
+                snprintf(msg, msglen, "%s is %s", x[i].name,
+                         pass ? "in the file's study only" : "not in the file's study");
+                rc = 1;
+            } else if (!pass && strcmp(x[i].value, y[j].value)) {
+                snprintf(msg, msglen, "%s is '%s' in the file, '%s' now", x[i].name,
+                         y[j].value, x[i].value);
+                rc = 1;
+            }
+        }
+    }
+cleanup:
+    text_free(a, na);
+    text_free(b, nb);
+    return rc;
+}
+
 /* Open the study file for reading: a regular file only (a FIFO would block the
  * open or the read, a device such as /dev/zero never ends), opened without blocking
  * and checked on the descriptor before anything is read. */

@@ -88,6 +88,16 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
                    char *err, size_t errlen);
 void rb_config_free(rb_config *cfg);
 
+/* rb_config_text_differs: whether two rendered studies (rb_config.text, a results
+ * file's config_text) describe different studies for --resume: 0 if every key has the
+ * same value in both, else 1 with msg naming the first key that differs ("KEY is 'a' in
+ * the file, 'b' now", or that one text lacks it). Values compare as text, with blanks
+ * at their ends and around commas dropped. study.threads and study.memory_limit_gib
+ * are not compared: they change how a case runs, not its results (a resumed run may
+ * use other thread counts; its cases record their own). */
+int rb_config_text_differs(const char *file_text, const char *now_text, char *msg,
+                           size_t msglen);
+
 /* rb_config_check_ranks: checks that need the rank count and memory: every case's
  * seq_len against the sharding layout, probe/needle positions inside the sequence,
  * and the per-rank memory estimate times ranks_per_host against the limit. */

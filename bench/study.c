@@ -923,7 +923,7 @@ cleanup:
 }
 
 /* --resume: whether the existing file is a ropebench file of the same resolved study
- * (same config_text), read on this rank alone. */
+ * (config_text, compared by rb_config_text_differs), read on this rank alone. */
 static int resume_check(rb_run *r, const char *path)
 {
     char *text = NULL;
@@ -950,11 +950,11 @@ static int resume_check(rb_run *r, const char *path)
                      "attribute; written by ropebench bench -o?): use another -o", path);
         goto cleanup;
     }
-    if (strcmp(text, r->cfg->text) != 0) {
+    char why[512];
+    if (rb_config_text_differs(text, r->cfg->text, why, sizeof why)) {
         rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
-                     "%s: --resume: the file was written by a different study (its "
-                     "config_text differs); use the same -c/--set, or another -o",
-                     path);
+                     "%s: --resume: the file was written by a different study (%s); use "
+                     "the same -c/--set, or another -o", path, why);
         goto cleanup;
     }
     /* the same kernel and the same --dump-inputs as the cases already there: the root
