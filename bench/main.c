@@ -172,9 +172,41 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
     }
     if (errno != ENOENT)
         return rb_errf(err, errlen, RB_EIO, "-o %s: %s", out, strerror(errno));
-    if (access(slash ? dir : ".", W_OK | X_OK) != 0)
+    /* a symbolic link that points nowhere yet: the file is made where it points (through
+     * every link of a chain), so that directory is the one to check */
+    char path[4096], link[4096];
+    snprintf(path, sizeof path, "%s", out);
+    int links = 0;
+    for (; links < 40; links++) {
+        struct stat ls;
+        if (lstat(path, &ls) != 0 || !S_ISLNK(ls.st_mode))
+            break;
+        const ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n < 0)
+            break;
+        link[n] = '\0';
+        char *ps = strrchr(path, '/');
+        if (link[0] == '/' || !ps)
+            snprintf(path, sizeof path, "%s", link);
+        else if ((size_t)(ps - path) + 1 + (size_t)n < sizeof path)
+            memcpy(ps + 1, link, (size_t)n + 1); /* relative to the link's directory */
+        else
+            return rb_errf(err, errlen, RB_EINVAL, "-o %s: the path a symbolic link names is "
+                           "too long", out);
+    }
+    if (links) {
+        snprintf(dir, sizeof dir, "%s", path);
+        slash = strrchr(dir, '/');
+        if (slash)
+            slash[slash == dir ? 1 : 0] = '\0';
+    }
+    if (access(slash ? dir : ".", W_OK | X_OK) != 0) {
+        if (links)
+            return rb_errf(err, errlen, RB_EIO, "-o %s: a symbolic link to %s, whose directory "
+                           "does not exist or cannot be written", out, path);
         return rb_errf(err, errlen, RB_EIO, "-o %s: its directory does not exist or cannot "
                        "be written", out);
+    }
     return RB_OK;
 }
 

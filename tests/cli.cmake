@@ -88,6 +88,14 @@ configure_file(${RB_SMALL} ${RB_WORK}/self_output.ini COPYONLY)
 rb_cli_error(output_is_config 2 "-o .*self_output.ini is the study's config file" ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q -c ${RB_WORK}/self_output.ini -o ${RB_WORK}/self_output.ini)
 rb_cli_error(bench_output_not_regular 2 "bench: -o /dev/null: not a regular file" ${RB_EXE} bench --quick -o /dev/null)
 rb_cli_error(bench_output_no_dir 2 "bench: -o .*/no-such-dir/x.h5: its directory does not exist" ${RB_EXE} bench --quick -o ${RB_WORK}/no-such-dir/x.h5)
+# -o a symbolic link that points into a missing directory: the link's target is checked
+# (it was the link's own directory, so bench measured everything and then failed in
+# H5Fcreate with MPI's message); relative links and chains of links followed
+file(CREATE_LINK ${RB_WORK}/no-such-dir/x.h5 ${RB_WORK}/dangling_abs.h5 SYMBOLIC)
+file(CREATE_LINK no-such-dir/y.h5 ${RB_WORK}/dangling_rel.h5 SYMBOLIC)
+file(CREATE_LINK dangling_rel.h5 ${RB_WORK}/dangling_chain.h5 SYMBOLIC)
+rb_cli_error(bench_output_dangling_link 2 "^ropebench: bench: -o .*/dangling_abs.h5: a symbolic link to .*/no-such-dir/x.h5, whose directory does not exist or cannot be written$" ${RB_EXE} bench --quick -o ${RB_WORK}/dangling_abs.h5)
+rb_cli_error(output_dangling_link_chain 2 "^ropebench: -o .*/dangling_chain.h5: a symbolic link to .*/cli/no-such-dir/y.h5, whose directory" ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q -c ${RB_SMALL} -o ${RB_WORK}/dangling_chain.h5)
 rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
 rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})
 # a config must be a regular file: /dev/null ran the default study, a FIFO blocked the
