@@ -321,8 +321,9 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         fprintf(o, html ? "<tr>" : "|");
         for (int j = 0; j < 3; j++)
             rp_cell_text(o, html, cells[j]);
+        /* metrics.enabled = false writes metrics_s = 0: no cost to show, not 1.00 */
         double nums[7] = {(double)c->threads, t.compute_s, t.gflops, t.pct_peak, t.gbps,
-                          t.pct_triad, c->metrics_cost};
+                          t.pct_triad, c->has_metrics ? c->metrics_cost : NAN};
         static const char *fmts[7] = {"%.0f", "%.4g", "%.2f", "%.1f", "%.2f", "%.1f", "%.2f"};
         for (int j = 0; j < 7; j++)
             rp_cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);

@@ -251,7 +251,8 @@ def check_tables(md, path):
 def check_metrics_cost(md, path):
     """The throughput table's metrics on / off column against the file's timings: per
     case, max over ranks of compute_s + metrics_s over max over ranks of compute_s (n/a
-    without them). Returns how many cases had a value."""
+    without them, or without metric groups: metrics.enabled = false stores metrics_s =
+    0). Returns how many cases had a value."""
     if "\n## Throughput\n" not in md:  # (not "## Throughput: ropebench bench")
         return 0
     tab = md_table("## Throughput\n" + md.split("\n## Throughput\n", 1)[1], "## Throughput")
@@ -268,7 +269,7 @@ def check_metrics_cost(md, path):
         for r in rows:
             c = f["cases"][r[0]]
             want = None
-            if "timing/metrics_s" in c and "timing/compute_s" in c:
+            if "timing/metrics_s" in c and "timing/compute_s" in c and "phase" in c:
                 cs = np.asarray(c["timing/compute_s"], np.float64)
                 ms = np.asarray(c["timing/metrics_s"], np.float64)
                 if cs.shape == ms.shape and np.max(cs) > 0 and np.all(np.isfinite(ms)):
