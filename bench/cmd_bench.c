@@ -911,6 +911,11 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
+    if (rb_cli_check_env(err, sizeof err) != RB_OK) {
+        fprintf(stderr, "ropebench: bench: %s\n", err);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     /* ROPEBENCH_ISA chooses the kernel as it does for a study: the bench then measures
      * that one; --kernels as well must name the same one alone */
     const char *isa_env = getenv("ROPEBENCH_ISA");

@@ -210,6 +210,19 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
     return RB_OK;
 }
 
+/* rb_cli_check_env: see rb_bench.h. */
+int rb_cli_check_env(char *err, size_t errlen)
+{
+    static const char *const vars[] = {"ROPEBENCH_HUGEPAGES", "ROPEBENCH_PROBE_BALANCE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            return rb_errf(err, errlen, RB_EINVAL, "%s=%s: expected 0 (off) or 1 (on, the "
+                           "default)", vars[i], RB_ESC(v));
+    }
+    return RB_OK;
+}
+
 /* rb_cli_parse_count: see rb_bench.h. */
 int rb_cli_parse_count(const char *s, long long *v)
 {

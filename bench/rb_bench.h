@@ -191,6 +191,12 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
  * write). RB_OK, or an error "-o OUT: why". */
 int rb_cli_check_output(const char *out, char *err, size_t errlen);
 
+/* rb_cli_check_env: the on/off switches ROPEBENCH_HUGEPAGES and ROPEBENCH_PROBE_BALANCE
+ * must be unset, empty, "0" or "1" (the code reads only "0" as off, so "off" or "no"
+ * would silently leave the feature on); RB_EINVAL with one line naming the variable
+ * and its value otherwise. */
+int rb_cli_check_env(char *err, size_t errlen);
+
 /* rb_cli_parse_count: a decimal integer with an optional suffix K or k (x 1024), M
  * (x 1024^2) or G (x 1024^3), the whole of s (no spaces): 0 and *v, or -1 (errno
  * ERANGE when it overflows int64, else EINVAL). Shared by the study keys and the

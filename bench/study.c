@@ -1291,6 +1291,7 @@ int rb_cmd_run(int argc, char **argv)
                                      sizeof r.err);
         kernel_why = why;
     }
+    if (rc == RB_OK) rc = rb_cli_check_env(r.err, sizeof r.err);
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;

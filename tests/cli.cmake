@@ -96,6 +96,9 @@ file(CREATE_LINK no-such-dir/y.h5 ${RB_WORK}/dangling_rel.h5 SYMBOLIC)
 file(CREATE_LINK dangling_rel.h5 ${RB_WORK}/dangling_chain.h5 SYMBOLIC)
 rb_cli_error(bench_output_dangling_link 2 "^ropebench: bench: -o .*/dangling_abs.h5: a symbolic link to .*/no-such-dir/x.h5, whose directory does not exist or cannot be written$" ${RB_EXE} bench --quick -o ${RB_WORK}/dangling_abs.h5)
 rb_cli_error(output_dangling_link_chain 2 "^ropebench: -o .*/dangling_chain.h5: a symbolic link to .*/cli/no-such-dir/y.h5, whose directory" ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q -c ${RB_SMALL} -o ${RB_WORK}/dangling_chain.h5)
+# the on/off environment switches take 0 or 1: "off" left huge pages on, silently
+rb_cli_error(env_hugepages_word 2 "^ropebench: bench: ROPEBENCH_HUGEPAGES=off: expected 0 \\(off\\) or 1" ${CMAKE_COMMAND} -E env ROPEBENCH_HUGEPAGES=off ${RB_EXE} bench --quick)
+rb_cli_error(env_probe_balance_2 2 "^ropebench: ROPEBENCH_PROBE_BALANCE=2: expected 0 \\(off\\) or 1" ${CMAKE_COMMAND} -E env ROPEBENCH_PROBE_BALANCE=2 ${R})
 rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
 rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})
 # a config must be a regular file: /dev/null ran the default study, a FIFO blocked the
