@@ -64,6 +64,8 @@ int rb_cmd_freqs(int argc, char **argv)
     optind = 1;
     opterr = 0;
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
+    const char *opt_keys[8][2]; /* config keys set by options, and the option */
+    int n_opt_keys = 0;
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
         switch (opt) {
@@ -87,6 +89,14 @@ int rb_cmd_freqs(int argc, char **argv)
                     rb_cli_reject(argv, opts, ob, sizeof ob));
             code = RB_EXIT_USAGE;
             goto cleanup;
+        }
+        if (key && n_opt_keys < 8) {
+            opt_keys[n_opt_keys][0] = key;
+            opt_keys[n_opt_keys++][1] = opt == 'f'      ? "--factor"
+                                        : opt == O_HD   ? "--head-dim"
+                                        : opt == O_RD   ? "--rotary-dim"
+                                        : opt == O_BASE ? "--base"
+                                                        : "--original-ctx";
         }
         if (key) {
             size_t len = strlen(key) + strlen(optarg) + 2;
@@ -113,11 +123,25 @@ int rb_cmd_freqs(int argc, char **argv)
         char *s = malloc(len);
         if (!s) { code = RB_EXIT_FAIL; goto cleanup; }
         snprintf(s, len, "scaling.methods=%s", method);
+        if (n_opt_keys < 8) {
+            opt_keys[n_opt_keys][0] = "scaling.methods";
+            opt_keys[n_opt_keys++][1] = "--method";
+        }
         owned[n_owned++] = s;
         sets[n_sets++] = s;
     }
     if (rb_config_load(&cfg, cfg_path, sets, n_sets, err, sizeof err)) {
-        fprintf(stderr, "ropebench: %s\n", err);
+        /* a value given by an option is checked as its config key: name the option too */
+        const char *from = NULL;
+        for (int i = 0; i < n_opt_keys; i++) {
+            const size_t kl = strlen(opt_keys[i][0]);
+            if (!strncmp(err, opt_keys[i][0], kl) && (err[kl] == ':' || err[kl] == ' '))
+                from = opt_keys[i][1];
+        }
+        if (from)
+            fprintf(stderr, "ropebench: freqs: %s: %s\n", from, err);
+        else
+            fprintf(stderr, "ropebench: %s\n", err);
         code = RB_EXIT_USAGE;
         goto cleanup;
     }

@@ -1173,11 +1173,12 @@ int rb_config_check_ranks(const rb_config *c, int nranks, int ranks_per_host, ch
             double need = rb_config_case_bytes(c, (rb_mode)mode, L, nranks) * ranks_per_host;
             if (need > limit)
                 return rb_errf(err, errlen, RB_EINVAL,
-                               "%s: %lld tokens in %s mode need %.2f GiB on this host "
-                               "(%d ranks here), more than the %.2f GiB limit "
+                               "%s: %lld tokens in %s mode need %.3g GiB on this host "
+                               "(%d rank%s here), more than the %.3g GiB limit "
                                "(study.memory_limit_gib)",
                                key, (long long)L, mode == RB_MODE_FULL ? "full" : "probe",
-                               need / 1073741824.0, ranks_per_host, limit / 1073741824.0);
+                               need / 1073741824.0, ranks_per_host,
+                               ranks_per_host == 1 ? "" : "s", limit / 1073741824.0);
         }
     }
     return RB_OK;

@@ -140,7 +140,8 @@ rb_cli_error(bad_layout 2 "study.shard_layout: unknown value 'ring'" ${R} --set 
 rb_cli_error(dtype_mismatch 2 "ROPEBENCH_ISA=ref computes fp32, but study.dtype = bf16" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref ${R} --set study.dtype=bf16)
 rb_cli_error(bad_dtype 2 "study.dtype = 'fp16': unknown" ${R} --set study.dtype=fp16)
 rb_cli_error(bad_threads 2 "study.threads = 0: must be in" ${R} --set study.threads=0)
-rb_cli_error(memory 2 "study.probe_seq_lens: .* need .* GiB .* limit" ${R} --set study.probe_seq_lens=1G --set study.memory_limit_gib=1)
+rb_cli_error(memory 2 "study.probe_seq_lens: .* need .* GiB on this host \\(1 rank here\\), more than the 1 GiB limit" ${R} --set study.probe_seq_lens=1G --set study.memory_limit_gib=1)
+rb_cli_error(memory_small_limit 2 "more than the 0.001 GiB limit" ${R} --set study.memory_limit_gib=0.001)
 rb_cli_error(needle_outside 2 "needle.positions/query_positions: needle 0" ${R} --set study.seq_lens=64 --set study.modes=full --set needle.positions=-100 --set needle.query_positions=-1)
 rb_cli_error(needle_after_query 2 "needle.positions: needle 0 at 10 comes after its query at 5" ${R} --set needle.positions=10 --set needle.query_positions=5)
 rb_cli_error(needle_count 2 "needle.query_positions: 1 entries, but needle.positions has 2" ${R} --set needle.positions=1,2 --set needle.query_positions=5)
@@ -163,7 +164,10 @@ rb_cli_error(bench_isa_unknown 2 "bench: ROPEBENCH_ISA: unknown kernel 'avx9000'
 rb_cli_error(bench_isa_conflict 2 "bench: ROPEBENCH_ISA=ref and --kernels blas choose different kernels" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref ${RB_EXE} bench --quick --kernels blas)
 rb_cli_error(run_empty_output 2 "^ropebench: -o: empty file name$" ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q --output=)
 rb_cli_error(freqs_no_method 2 "freqs: --method is required" ${RB_EXE} freqs)
-rb_cli_error(freqs_bad_factor 2 "scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 0.25)
+rb_cli_error(freqs_bad_factor 2 "^ropebench: freqs: --factor: scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 0.25)
+# a value given by an option is named by that option as well as by its config key
+rb_cli_error(freqs_method_typo 2 "^ropebench: freqs: --method: scaling.methods: unknown value 'yarnn'" ${RB_EXE} freqs --method yarnn)
+rb_cli_error(freqs_set_not_option 2 "^ropebench: model.head_dim = 63: must be even$" ${RB_EXE} freqs --method pi --set model.head_dim=63)
 rb_cli_error(report_missing 2 "nonexistent.h5" ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o ${RB_WORK}/r0)
 rb_cli_error(report_not_hdf5 2 "not_a_results.h5" ${RB_EXE} report ${RB_WORK}/not_a_results.h5 -o ${RB_WORK}/r1)
 # the same validation under mpirun on 2 ranks: still one line (rank 0 speaks), exit 2
