@@ -43,6 +43,7 @@ typedef struct {
     int staged;             /* temporary name until the first case is finished, */
     int *hold_fd;           /* while rank 0 holds the old file's writer lock here */
     double t_start;
+    double peak_sum[2]; /* this run's FMA peak and triad, sums over its ranks (every rank) */
     char err[1024];
 } rb_run;
 
@@ -427,6 +428,10 @@ static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mod
     TRY(rb_results_attr_i64(r->res, g, "nranks", r->nranks, e, el));
     TRY(rb_results_attr_i64(r->res, g, "threads", rb_kernels_threads(), e, el));
     TRY(rb_results_attr_f64(r->res, g, "flops", flops, e, el));
+    /* the peaks of the run that computed the case: a resumed run may use other rank
+     * and thread counts than the one whose peaks /provenance holds */
+    TRY(rb_results_attr_f64(r->res, g, "peak_fma_gflops", r->peak_sum[0], e, el));
+    TRY(rb_results_attr_f64(r->res, g, "triad_gbps", r->peak_sum[1], e, el));
     if (m == RB_ROPE_YARN) {
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_low", info->corr_low, e, el));
         TRY(rb_results_attr_f64(r->res, g, "yarn_corr_high", info->corr_high, e, el));
@@ -1021,8 +1026,9 @@ static int note_resume(rb_run *r, int argc, char **argv)
 
 /* Peaks of this machine, measured by every rank at the same time (so each rank's
  * figure is its share while all run, as during the cases): FMA throughput of the
- * rank's threads and STREAM triad bandwidth; written per rank under /provenance. */
-static int measure_peaks(rb_run *r)
+ * rank's threads and STREAM triad bandwidth; their sums over ranks into r->peak_sum on
+ * every rank (each case records them), and with store, per rank under /provenance. */
+static int measure_peaks(rb_run *r, int store)
 {
     double mine[2], *all = NULL, *col = NULL;
     int rc = RB_OK;
@@ -1037,21 +1043,20 @@ static int measure_peaks(rb_run *r)
         goto cleanup;
     }
     MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, r->comm);
+    MPI_Allreduce(mine, r->peak_sum, 2, MPI_DOUBLE, MPI_SUM, r->comm);
     static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
-    double sum[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && store; k++) {
         int64_t dims[1] = {r->nranks};
-        for (int i = 0; r->rank == 0 && i < r->nranks; i++) {
+        for (int i = 0; r->rank == 0 && i < r->nranks; i++)
             col[i] = all[i * 2 + k];
-            sum[k] += col[i];
-        }
         TRY(rb_results_write_f64(r->res, names[k], 1, dims, col, 0, r->err,
                                  sizeof r->err));
     }
     if (r->rank == 0 && !r->quiet)
         fprintf(stderr, "ropebench: measured peaks: FMA %.1f GFLOP/s, triad %.1f GB/s "
                         "(all ranks together)\n",
-                sum[0], sum[1]);
+                r->peak_sum[0], r->peak_sum[1]);
+
 cleanup:
     free(all);
     free(col);
@@ -1205,6 +1210,7 @@ int rb_cmd_run(int argc, char **argv)
     char **sets = NULL;
     int n_sets = 0;
     memset(&r, 0, sizeof r);
+    r.peak_sum[0] = r.peak_sum[1] = NAN;
 
     /* Options and the config are validated before MPI starts, so --help, --version and
      * bad input need no MPI; under mpirun only rank 0 (from the launcher's
@@ -1423,12 +1429,13 @@ int rb_cmd_run(int argc, char **argv)
     rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
     if (rc == RB_OK && !reopened) /* flushed with its provenance */
         stop_set(r.staged ? RB_STOP_STAGED : RB_STOP_FILE);
-    /* a resumed file has its peaks unless the first run stopped before measuring them
-     * (or the file lost them): then they are measured now, so the report has them */
-    if (rc == RB_OK && (!reopened ||
-                        rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
-                        rb_results_exists(r.res, "/provenance/triad_gbps") != 1))
-        rc = measure_peaks(&r);
+    /* every run measures its peaks (its cases record them); /provenance keeps the
+     * first run's, unless that run stopped before measuring them (or the file lost
+     * them): then this run's go there */
+    if (rc == RB_OK)
+        rc = measure_peaks(&r, !reopened ||
+                                   rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
+                                   rb_results_exists(r.res, "/provenance/triad_gbps") != 1);
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;

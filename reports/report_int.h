@@ -95,6 +95,8 @@ typedef struct {
     int64_t seq_len, heads, n_rows, head_dim;
     char kernel[32], dtype[16];
     double flops;       /* attribute flops (NaN if absent) */
+    double peak_gflops, triad_gbps; /* the peaks of the run that computed the case, sums
+                                     * over its ranks (attributes; NaN if absent) */
     int64_t threads;    /* attribute threads (-1 if absent) */
     int complete;       /* complete == 1 */
     char *problem;      /* why it is listed as incomplete/unreadable, NULL if fine */
@@ -145,6 +147,7 @@ typedef struct {
     /* peaks measured by the run on all ranks at once: sums over ranks (NaN if absent) */
     double peak_gflops, triad_gbps;
     int64_t peak_ranks;
+    int64_t peak_threads; /* root threads_per_rank: the run that measured them (-1: absent) */
 } rp_file;
 
 /* Rows above which a plot series is reduced to log-binned means, and the bins per

@@ -893,6 +893,8 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     c->head_dim = attr_num(g, "head_dim", &v) == 1 ? d2i(v, -1) : -1;
     c->threads = attr_num(g, "threads", &v) == 1 ? d2i(v, -1) : -1;
     c->flops = attr_num(g, "flops", &v) == 1 ? v : NAN;
+    c->peak_gflops = attr_num(g, "peak_fma_gflops", &v) == 1 ? v : NAN;
+    c->triad_gbps = attr_num(g, "triad_gbps", &v) == 1 ? v : NAN;
     int cr = attr_num(g, "complete", &v);
     c->complete = cr == 1 && v == 1;
     if (!c->complete)
@@ -1071,6 +1073,10 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
         rc = rb_errf(err, errlen, RB_EIO, "%s: cannot read the root attributes (damaged?)",
                      path);
         goto cleanup;
+    }
+    {
+        double v = NAN;
+        f->peak_threads = attr_num(fid, "threads_per_rank", &v) == 1 ? d2i(v, -1) : -1;
     }
     if (H5Lexists(fid, "/provenance", H5P_DEFAULT) > 0 &&
         (g = H5Gopen2(fid, "/provenance", H5P_DEFAULT)) >= 0) {

@@ -278,11 +278,20 @@ static void case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
     if (!(t->compute_s > 0))
         return;
     t->gflops = c->flops / t->compute_s / 1e9;
-    t->pct_peak = 100.0 * t->gflops / f->peak_gflops;
+    /* the peaks of the run that computed the case; files from before the case recorded
+     * them: the file's, only for a case of the same rank and thread counts as the run
+     * that measured those (a resumed run may use others) */
+    double peak = c->peak_gflops, triad = c->triad_gbps;
+    if (!isfinite(peak) && c->timing_ranks == f->peak_ranks &&
+        (c->threads < 0 || f->peak_threads < 0 || c->threads == f->peak_threads)) {
+        peak = f->peak_gflops;
+        triad = f->triad_gbps;
+    }
+    t->pct_peak = 100.0 * t->gflops / peak;
     if (strcmp(c->mode, "probe") == 0 && c->heads > 0 && c->head_dim > 0) {
         double bytes = (double)c->heads * (double)c->seq_len * (double)c->head_dim * 4.0 * 2.0;
         t->gbps = bytes / t->compute_s / 1e9;
-        t->pct_triad = 100.0 * t->gbps / f->triad_gbps;
+        t->pct_triad = 100.0 * t->gbps / triad;
     }
 }
 
@@ -299,7 +308,10 @@ static void write_tput(FILE *o, const rp_file *f, int html)
     fprintf(o, html ? "<h2>Throughput</h2>\n<p>" : "\n## Throughput\n\n");
     if (isfinite(f->peak_gflops))
         fprintf(o, "Peaks measured by this run on all %lld rank(s) at once: FMA %.1f GFLOP/s, "
-                   "triad %.1f GB/s (sums over ranks). ",
+                   "triad %.1f GB/s (sums over ranks). Each case is compared with the peaks "
+                   "of the run that computed it (a resumed run measures its own, for its rank "
+                   "and thread counts; in files from before cases recorded them, a case of "
+                   "other counts than this run's shows n/a). ",
                 (long long)f->peak_ranks, f->peak_gflops, f->triad_gbps);
     else
         fprintf(o, "This file holds no peak measurements: the %% columns are n/a. ");

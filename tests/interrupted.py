@@ -97,6 +97,12 @@ def main():
                     failed.append(f"case {n} was complete but --resume rewrote it")
             if "resumed_utc" not in f.attrs:
                 failed.append("no resumed_utc attribute after --resume")
+            # every case records the peaks of the run that computed it (the resumed
+            # run measures its own: it may use other rank and thread counts)
+            for n in cases:
+                a = cases[n].attrs
+                if not (a.get("peak_fma_gflops", 0) > 0 and a.get("triad_gbps", 0) > 0):
+                    failed.append(f"case {n}: no peak_fma_gflops / triad_gbps attributes")
             for k in ("peak_fma_gflops", "triad_gbps"):
                 v = f["provenance"].get(k)
                 if v is None or v.shape != (2,) or not (v[()] > 0).all():

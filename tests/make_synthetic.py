@@ -122,7 +122,7 @@ def write_needles(g, key_pos, query_pos, heads):
 
 def write_case(g_cases, name, method, factor, L, mode, dataset, heads, d, rdim, layout,
                att, rng, nranks, dump=True, complete=True, probe=None, corrupt=False,
-               metrics=False, flops=None):
+               metrics=False, flops=None, attrs=None):
     base = 10000.0
     inv_base = base ** (-np.arange(0, rdim, 2, dtype=np.float64) / rdim)
     inv = inv_base / factor if method == "pi" else inv_base
@@ -179,6 +179,8 @@ def write_case(g_cases, name, method, factor, L, mode, dataset, heads, d, rdim, 
             write_needles(g, [3, L // 2, L // 2 + 1], [L // 4, L - 1, L - 1], heads)
     if flops is not None:
         g.attrs["flops"] = np.float64(flops)  # made up, so that GFLOP/s is not ~0
+    for k, val in (attrs or {}).items():
+        g.attrs[k] = val
     if dump:
         g["inputs/q"], g["inputs/k"], g["inputs/v"] = q, k_, v
     if complete:
@@ -266,10 +268,15 @@ def main():
         p["triad_gbps"] = np.array([10.0, 12.0])
         write_bench(f)
         c = f.create_group("cases")
+        # the peaks of the run that computed the case (a resumed run's own), and a case
+        # of another thread count than /provenance's peaks without them (% n/a)
         write_case(c, "none-x1-L64-full-gaussian", "none", 1.0, 64, "full", "gaussian", 2,
-                   16, 16, "neox", 1.0, rng, nranks, corrupt=a.corrupt, metrics=True)
+                   16, 16, "neox", 1.0, rng, nranks, corrupt=a.corrupt, metrics=True,
+                   flops=1e9, attrs={"peak_fma_gflops": np.float64(400.0),
+                                     "triad_gbps": np.float64(40.0)})
         write_case(c, "pi-x4-L64-full-gaussian", "pi", 4.0, 64, "full", "gaussian", 2, 16,
-                   8, "gptj", 1.1, rng, nranks)
+                   8, "gptj", 1.1, rng, nranks, flops=1e9,
+                   attrs={"threads": np.int64(2)})
         write_case(c, "pi-x4-L128-probe-needle", "pi", 4.0, 128, "probe", "needle", 1, 8, 8,
                    "neox", 1.0, rng, nranks, probe=[0, 1, 5, 37, 100, 127], metrics=True,
                    flops=3.3e9)

@@ -715,6 +715,14 @@ def main():
         # times added up ((0.02 + 0.05) / 0.02), nor rank 0's own ratio (6)
         elif not close(row[0][9], 3.0, rel=1e-9):
             fail("case throughput row %s: expected metrics on / off 3.00" % row[0])
+        # 1e9 FLOP over 0.02 s = 50 GFLOP/s: against the case's own peaks (400), and n/a
+        # for a case of 2 threads where the file's peaks are of 1 thread per rank
+        for name, want in (("none-x1-L64-full-gaussian", 100 * 50.0 / 400.0),
+                           ("pi-x4-L64-full-gaussian", None)):
+            row = [r for r in rows if r and r[0] == name]
+            if not row or not close(row[0][5], 50.0) or not close(row[0][6], want):
+                fail("case throughput row %s: expected 50 GFLOP/s, %s %% of peak"
+                     % (row[0] if row else name, want))
 
     # --- a bench-only file (root format attributes and /bench, no cases) ----------------
     bench_only = os.path.join(work, "bench-only.h5")
