@@ -60,6 +60,9 @@ typedef struct {
     double fma1, fma_all, triad1, triad_all;
     double tiles1; /* rb_tile_ceiling_gflops, -1 where there is no avx512 kernel */
     size_t triad_bytes;
+    /* both peaks at each other --threads count (neither 1 nor all), measured too */
+    int n_other, other[MAX_THREADS];
+    double fma_other[MAX_THREADS], triad_other[MAX_THREADS];
 } bench_peaks;
 
 static double now_s(void)
@@ -363,7 +366,7 @@ static int rope_call(void *c)
 
 static void row_peaks(const bench_peaks *pk, const bench_opts *o, bench_row *row)
 {
-    /* a thread count other than 1 and all: scale the all-thread peak linearly */
+    /* the peaks measured at the row's thread count */
     if (row->threads == 1) {
         row->peak_gflops = pk->fma1;
         row->triad_gbps = pk->triad1;
@@ -371,8 +374,12 @@ static void row_peaks(const bench_peaks *pk, const bench_opts *o, bench_row *row
         row->peak_gflops = pk->fma_all;
         row->triad_gbps = pk->triad_all;
     } else {
-        row->peak_gflops = pk->fma1 * row->threads;
-        row->triad_gbps = pk->triad_all;
+        row->peak_gflops = row->triad_gbps = NAN;
+        for (int i = 0; i < pk->n_other; i++)
+            if (pk->other[i] == row->threads) {
+                row->peak_gflops = pk->fma_other[i];
+                row->triad_gbps = pk->triad_other[i];
+            }
     }
     row->fraction = isnan(row->gbps) ? row->gflops / row->peak_gflops
                                      : row->gbps / row->triad_gbps;
@@ -839,7 +846,7 @@ int rb_cmd_bench(int argc, char **argv)
     FILE *jf = NULL;
     row_list rl = {NULL, 0, MAX_ROWS};
     char err[512], missing[128] = "";
-    bench_peaks pk = {0, 0, 0, 0, -1, 0};
+    bench_peaks pk = {.tiles1 = -1};
 
     optind = 1;
     opterr = 0;
@@ -1009,7 +1016,17 @@ int rb_cmd_bench(int argc, char **argv)
         pk.tiles1 = rb_tile_ceiling_gflops(secs);
         pk.triad1 = rb_triad_gbps(1, bytes);
         pk.triad_all = rb_triad_gbps(o.all_threads, bytes);
-        if (!(pk.triad1 > 0) || !(pk.triad_all > 0)) {
+        int triad_ok = pk.triad1 > 0 && pk.triad_all > 0;
+        for (int i = 0; i < o.n_threads; i++) {
+            const int t = o.threads[i];
+            if (t == 1 || t == o.all_threads) continue;
+            pk.other[pk.n_other] = t;
+            pk.fma_other[pk.n_other] = rb_peak_fma_gflops(t, secs);
+            pk.triad_other[pk.n_other] = rb_triad_gbps(t, bytes);
+            triad_ok = triad_ok && pk.triad_other[pk.n_other] > 0;
+            pk.n_other++;
+        }
+        if (!triad_ok) {
             fprintf(stderr, "ropebench: bench: triad: cannot allocate 3 x %zu bytes\n", bytes);
             code = RB_EXIT_FAIL;
             goto cleanup;
@@ -1027,16 +1044,22 @@ int rb_cmd_bench(int argc, char **argv)
         printf("# ropebench bench — %s\n", rb_version_string());
         printf("# machine: %s, %d threads (OpenMP)%s\n", ci.model[0] ? ci.model : "unknown CPU",
                o.all_threads, o.quick ? ", --quick sizes" : "");
-        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread, %.1f GFLOP/s %d threads\n",
+        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread, %.1f GFLOP/s %d threads",
                pk.fma1, pk.fma_all, o.all_threads);
+        for (int i = 0; i < pk.n_other; i++)
+            printf(", %.1f GFLOP/s %d threads", pk.fma_other[i], pk.other[i]);
+        printf("\n");
         if (pk.tiles1 > 0)
             printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, all in L1, "
                    "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
                RB_HUGE_MIN >> 20, rb_kernels_hugepages());
-        printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads\n",
+        printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads",
                pk.triad_bytes >> 20, pk.triad1, pk.triad_all, o.all_threads);
+        for (int i = 0; i < pk.n_other; i++)
+            printf(", %.2f GB/s %d threads", pk.triad_other[i], pk.other[i]);
+        printf("\n");
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
                "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
                "read+write, frac = GB/s / triad\n", 128);

@@ -150,6 +150,29 @@ def drive(exe, work, launcher):
     r = rows[0]
     if abs(r["gflops"] - 2.0 * 300 * 300 * 32 / r["median_s"] * 1e-9) > 1e-6 * r["gflops"]:
         raise SystemExit(f"FAIL subset row: gflops {r['gflops']} does not match 2 L^2 d / t")
+    # a thread count other than 1 and all: its rows use peaks measured at that count
+    # (they were the 1-thread FMA peak times the count, with the all-thread triad), as
+    # the header prints them
+    other = os.path.join(work, "bench_threads3.json")
+    p = run([exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "--threads", "1,3",
+             "--json", other])
+    heads = {}
+    for what, unit in (("peak FMA", "GFLOP/s"), ("triad", "GB/s")):
+        line = next((l for l in p.stdout.splitlines() if l.startswith("# " + what)), "")
+        for v, n in re.findall(r"([0-9.]+) %s (\d+) threads?" % re.escape(unit), line):
+            heads[(what, int(n))] = float(v)
+    with open(other) as f:
+        rows = json.load(f)
+    for r in rows:
+        t = r["threads"]
+        # (the header prints 1 and 2 decimals)
+        for what, key, tol in (("peak FMA", "peak_gflops", 0.051), ("triad", "triad_gbps", 0.0051)):
+            want = heads.get((what, t))
+            if want is None or abs(r[key] - want) > tol:
+                raise SystemExit(f"FAIL --threads 1,3: row of {t} threads has {key} "
+                                 f"{r[key]}, the header's {what} at {t} threads is {want}")
+    if sorted({r["threads"] for r in rows}) != [1, 3]:
+        raise SystemExit(f"FAIL --threads 1,3: rows of {sorted({r['threads'] for r in rows})}")
     fresh = os.path.join(work, "bench_new.h5")
     if os.path.exists(fresh):
         os.remove(fresh)
