@@ -759,8 +759,49 @@ static int ini_is_ours(const char *path)
     return strcmp(head, RP_INI_MARK) == 0;
 }
 
+/* old_svgs: the SVG files an earlier report in outdir linked (its report.md, if a
+ * report wrote it: "# ropebench report" first), names without a '/', into a
+ * NUL-separated list (*names, *len bytes; NULL if none). */
+static void old_svgs(const char *outdir, char **names, size_t *len)
+{
+    static const char head[] = "# ropebench report\n";
+    char path[4200], line[8192];
+    *names = NULL;
+    *len = 0;
+    snprintf(path, sizeof path, "%s/report.md", outdir);
+    FILE *i = fopen(path, "r");
+    if (!i)
+        return;
+    if (!fgets(line, sizeof line, i) || strcmp(line, head) != 0) {
+        fclose(i);
+        return;
+    }
+    size_t cap = 0;
+    while (fgets(line, sizeof line, i)) {
+        for (char *a = strstr(line, "]("); a; a = strstr(a + 2, "](")) {
+            char *e = strstr(a + 2, ".svg)");
+            const size_t n = e ? (size_t)(e - (a + 2)) + 4 : 0;
+            if (!e || n > 200 || memchr(a + 2, '/', n) || memchr(a + 2, ')', n - 1))
+                continue;
+            if (*len + n + 1 > cap) {
+                cap = 2 * cap + n + 4096;
+                char *t = realloc(*names, cap);
+                if (!t)
+                    break;
+                *names = t;
+            }
+            memcpy(*names + *len, a + 2, n);
+            (*names)[*len + n] = '\0';
+            *len += n + 1;
+        }
+    }
+    fclose(i);
+}
+
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
- * HTML reports are still written (saying so) and the plot error is returned. */
+ * HTML reports are still written (saying so) and the plot error is returned. An
+ * earlier report's plots that this one does not draw are removed (a report of another
+ * file into the same directory left them beside the new one). */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
                     size_t errlen)
 {
@@ -768,7 +809,8 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     rp_file f;
     rp_plot *plots = NULL;
     size_t np = 0;
-    char perr[512] = "";
+    char perr[512] = "", *old = NULL;
+    size_t old_len = 0;
     if (!outdir || !*outdir)
         outdir = ".";
     rc = rp_file_read(results_path, &f, err, errlen);
@@ -799,6 +841,7 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     }
     if (rc != RB_OK)
         goto cleanup;
+    old_svgs(outdir, &old, &old_len);
     prc = rp_plots_render(&f, outdir, &plots, &np, perr, sizeof perr);
     const char *note = prc != RB_OK ? perr : NULL;
     rc = rp_write_md(&f, plots, np, outdir, note, err, errlen);
@@ -806,6 +849,15 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
     if (rc == RB_OK)
         rc = write_study_ini(&f, outdir, err, errlen);
+    for (size_t at = 0; rc == RB_OK && old && at < old_len; at += strlen(old + at) + 1) {
+        int kept = 0;
+        for (size_t k = 0; k < np && !kept; k++)
+            kept = strcmp(plots[k].svg_name, old + at) == 0;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", outdir, old + at);
+        if (!kept)
+            unlink(path); /* gone already is fine */
+    }
     if (rc == RB_OK && prc != RB_OK) {
         size_t drawn = 0;
         for (size_t k = 0; k < np; k++)
@@ -814,6 +866,7 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
                      drawn ? "with the other plots" : "without plots");
     }
 cleanup:
+    free(old);
     rp_plots_free(plots, np);
     rp_file_free(&f);
     return rc;

@@ -732,6 +732,22 @@ def main():
     if res and (res[2] or "This file holds no cases" not in res[0]):
         fail("bench-only: expected no plots and a note that the file holds no cases")
 
+    # --- a report of another file into the same directory: the earlier report's plots
+    # go (they were left beside the new report), a file of the user's stays ------------
+    out = os.path.join(work, "out-reused")
+    shutil.rmtree(out, ignore_errors=True)
+    rc1, _, e1 = run(cmd, good, out)
+    first = sorted(x for x in os.listdir(out) if x.endswith(".svg"))
+    with open(os.path.join(out, "mine.svg"), "w") as f:
+        f.write("<svg></svg>")
+    rc2, _, e2 = run(cmd, bench_only, out)
+    left = sorted(x for x in os.listdir(out) if x.endswith(".svg"))
+    if rc1 != 0 or rc2 != 0 or not first or left != ["mine.svg"]:
+        fail("report into a used directory: rc %d/%d, %d plots first, left %s (%s%s)"
+             % (rc1, rc2, len(first), left[:5], e1[-200:], e2[-200:]))
+    else:
+        print("ok   reused directory: %d earlier plots removed, the user's file kept" % len(first))
+
     # --- gnuplot missing: Markdown still written, error names gnuplot -------------------
     out = os.path.join(work, "out-nognuplot")
     shutil.rmtree(out, ignore_errors=True)
