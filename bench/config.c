@@ -777,6 +777,12 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
                            c->rotary_dim / 2, c->n_spectral_amplitudes);
         if (e == 0)
             return rb_errf(err, errlen, RB_EINVAL, "spectral.amplitudes: all values are 0");
+    } else if (c->n_spectral_amplitudes > 0) {
+        /* they would be read by nothing: the profile makes the amplitudes */
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "spectral.amplitudes: given, but spectral.profile = %s makes its own "
+                       "(the list is used with profile = list only)",
+                       rb_spectral_profile_name(c->spectral_profile));
     }
 
     /* [file]: the path must name a readable file; its contents are checked (collective
