@@ -821,8 +821,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                     cols[7][k] = m->needle_s[k];
                 }
             /* the rank against the haystack: the query's other needles left out */
-            rb_metrics_needle_haystack_rank((int64_t)H * nn, cols[0], cols[1], cols[2], cols[7],
-                                            cols[5], cols[8]);
+            if (rb_metrics_needle_haystack_rank((int64_t)H * nn, cols[0], cols[1], cols[2],
+                                                cols[7], cols[5], cols[8]) != RB_OK)
+                rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
             for (size_t k = 0; k < (size_t)H * nn; k++) cols[9][k] = cols[8][k] == 1.0;
             snprintf(g, sizeof g, "%s/needles", case_g);
             static const char *names[NCOL] = {"head", "query_pos", "needle_pos", "distance",

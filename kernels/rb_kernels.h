@@ -370,10 +370,11 @@ int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_
  * not the query's needles. All arrays have n entries, one per (head, needle), as the
  * `needles` table stores them (positions and heads as doubles); score[j] must be the
  * score the accumulator gave the key at needle_pos[j] (rb_probe_metrics' needle_s,
- * which is formed bit for bit so). out may not alias the inputs. n <= 0 does nothing. */
-void rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
-                                     const double *needle_pos, const double *score,
-                                     const double *rank, double *out);
+ * which is formed bit for bit so). out may not alias the inputs. n <= 0 does nothing.
+ * O(n log n + n g) for g needles per query. Returns RB_OK, or RB_ENOMEM (out unset). */
+int rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
+                                    const double *needle_pos, const double *score,
+                                    const double *rank, double *out);
 
 /* Data-driven probe metrics: accumulators filled by rb_probe_metrics_accumulate over
  * (probe row, visible key) pairs, after the attention pass gave each row its final

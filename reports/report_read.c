@@ -820,13 +820,13 @@ static void case_read_metrics(hid_t g, rp_case *c)
     if (N->n > 0) {
         /* files written before the haystack columns: derived from the others, as the
          * writer derives them */
-        if (isnan(N->col[RP_NEEDLE_RANK_HAY][0])) {
+        if (isnan(N->col[RP_NEEDLE_RANK_HAY][0]) &&
             rb_metrics_needle_haystack_rank(N->n, N->col[RP_NEEDLE_HEAD], N->col[RP_NEEDLE_QPOS],
                                             N->col[RP_NEEDLE_NPOS], N->col[RP_NEEDLE_SCORE],
-                                            N->col[RP_NEEDLE_RANK], N->col[RP_NEEDLE_RANK_HAY]);
+                                            N->col[RP_NEEDLE_RANK],
+                                            N->col[RP_NEEDLE_RANK_HAY]) == RB_OK)
             for (int64_t i = 0; i < N->n; i++)
                 N->col[RP_NEEDLE_HIT_HAY][i] = N->col[RP_NEEDLE_RANK_HAY][i] == 1.0;
-        }
         double h = 0, ha = 0;
         for (int64_t i = 0; i < N->n; i++) {
             h += N->col[RP_NEEDLE_HIT_HAY][i];

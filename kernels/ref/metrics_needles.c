@@ -1,31 +1,67 @@
 /* metrics_needles.c — needle rank against the haystack: a needle's rank with the other needles of its own query left out. */
 #include "rb_kernels.h"
 
-/* rb_metrics_needle_haystack_rank: see rb_kernels.h. For needle i, the keys to take out
- * of rank[i] are the needles j of the same head and query at a position other than
- * needle i's (the accumulator never counted the key at needle i's own position), each
- * position once (two needles may name one key), and only those that scored above
- * needle i (only those were counted). O(n^2); n is at most a few hundred. */
-void rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
-                                     const double *needle_pos, const double *score,
-                                     const double *rank, double *out)
+#include <stdlib.h>
+
+typedef struct {
+    double head, query;
+    int64_t i;
+} needle_key;
+
+static int cmp_needle(const void *a, const void *b)
 {
-    for (int64_t i = 0; i < n; i++) {
-        double r = rank[i];
-        for (int64_t j = 0; j < n; j++) {
-            if (head[j] != head[i] || query_pos[j] != query_pos[i] ||
-                needle_pos[j] == needle_pos[i] || !(score[j] > score[i]))
-                continue;
-            int64_t first = j; /* count a position at its first needle only */
-            for (int64_t k = 0; k < j; k++)
-                if (head[k] == head[i] && query_pos[k] == query_pos[i] &&
-                    needle_pos[k] == needle_pos[j]) {
-                    first = k;
-                    break;
-                }
-            if (first == j)
-                r -= 1.0;
-        }
-        out[i] = r;
+    const needle_key *x = a, *y = b;
+    if (x->head != y->head)
+        return x->head < y->head ? -1 : 1;
+    if (x->query != y->query)
+        return x->query < y->query ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* rb_metrics_needle_haystack_rank: see rb_kernels.h. The entries are grouped by (head,
+ * query) first (a sort, O(n log n)), so the pairwise work is only within a group, whose
+ * size is a query's needle count. For needle i, the keys to take out of rank[i] are
+ * the group's needles at a position other than needle i's (the accumulator never
+ * counted the key at needle i's own position), each position once (two needles may
+ * name one key), and only those that scored above needle i (only those were counted). */
+int rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
+                                    const double *needle_pos, const double *score,
+                                    const double *rank, double *out)
+{
+    if (n <= 0)
+        return RB_OK;
+    needle_key *k = malloc((size_t)n * sizeof *k);
+    unsigned char *first = malloc((size_t)n);
+    if (!k || !first) {
+        free(k);
+        free(first);
+        return RB_ENOMEM;
     }
+    for (int64_t i = 0; i < n; i++)
+        k[i] = (needle_key){head[i], query_pos[i], i};
+    qsort(k, (size_t)n, sizeof *k, cmp_needle);
+    for (int64_t g0 = 0, g1; g0 < n; g0 = g1) {
+        for (g1 = g0 + 1; g1 < n && k[g1].head == k[g0].head && k[g1].query == k[g0].query;)
+            g1++;
+        /* first[b]: entry b is the group's first needle at its position (a position
+         * is counted once, at that needle) */
+        for (int64_t b = g0; b < g1; b++) {
+            first[b] = 1;
+            for (int64_t c = g0; c < b && first[b]; c++)
+                first[b] = needle_pos[k[c].i] != needle_pos[k[b].i];
+        }
+        for (int64_t a = g0; a < g1; a++) {
+            const int64_t i = k[a].i;
+            double r = rank[i];
+            for (int64_t b = g0; b < g1; b++) {
+                const int64_t j = k[b].i;
+                if (first[b] && needle_pos[j] != needle_pos[i] && score[j] > score[i])
+                    r -= 1.0;
+            }
+            out[i] = r;
+        }
+    }
+    free(k);
+    free(first);
+    return RB_OK;
 }
