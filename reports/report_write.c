@@ -759,49 +759,69 @@ static int ini_is_ours(const char *path)
     return strcmp(head, RP_INI_MARK) == 0;
 }
 
-/* old_svgs: the SVG files an earlier report in outdir linked (its report.md, if a
- * report wrote it: "# ropebench report" first), names without a '/', into a
+#define RP_PLOTS_LIST "report-plots.txt"
+#define RP_PLOTS_MARK "# plots written by `ropebench report` into this directory"
+
+/* old_svgs: the plots an earlier report wrote into outdir, as its RP_PLOTS_LIST lists
+ * them (only a list that begins with RP_PLOTS_MARK, and only names of the characters
+ * the report gives its plots, ending in .svg: nothing else is ever removed), into a
  * NUL-separated list (*names, *len bytes; NULL if none). */
 static void old_svgs(const char *outdir, char **names, size_t *len)
 {
-    static const char head[] = "# ropebench report\n";
-    char path[4200], line[8192];
+    char path[4200], line[512];
     *names = NULL;
     *len = 0;
-    snprintf(path, sizeof path, "%s/report.md", outdir);
+    snprintf(path, sizeof path, "%s/%s", outdir, RP_PLOTS_LIST);
     FILE *i = fopen(path, "r");
     if (!i)
         return;
-    if (!fgets(line, sizeof line, i) || strcmp(line, head) != 0) {
+    if (!fgets(line, sizeof line, i) || strncmp(line, RP_PLOTS_MARK, strlen(RP_PLOTS_MARK))) {
         fclose(i);
         return;
     }
     size_t cap = 0;
     while (fgets(line, sizeof line, i)) {
-        for (char *a = strstr(line, "]("); a; a = strstr(a + 2, "](")) {
-            char *e = strstr(a + 2, ".svg)");
-            const size_t n = e ? (size_t)(e - (a + 2)) + 4 : 0;
-            if (!e || n > 200 || memchr(a + 2, '/', n) || memchr(a + 2, ')', n - 1))
-                continue;
-            if (*len + n + 1 > cap) {
-                cap = 2 * cap + n + 4096;
-                char *t = realloc(*names, cap);
-                if (!t)
-                    break;
-                *names = t;
-            }
-            memcpy(*names + *len, a + 2, n);
-            (*names)[*len + n] = '\0';
-            *len += n + 1;
+        size_t n = strcspn(line, "\n");
+        line[n] = '\0';
+        int ok = n > 4 && strcmp(line + n - 4, ".svg") == 0 && line[0] != '.';
+        for (size_t k = 0; ok && k < n; k++)
+            ok = isalnum((unsigned char)line[k]) || strchr("._-", line[k]);
+        if (!ok)
+            continue;
+        if (*len + n + 1 > cap) {
+            cap = 2 * cap + n + 4096;
+            char *t = realloc(*names, cap);
+            if (!t)
+                break;
+            *names = t;
         }
+        memcpy(*names + *len, line, n + 1);
+        *len += n + 1;
     }
     fclose(i);
 }
 
+/* write_plots_list: RP_PLOTS_LIST, the plots this report drew (for the next one). */
+static int write_plots_list(const rp_plot *p, size_t np, const char *outdir, char *err,
+                            size_t errlen)
+{
+    char path[4200];
+    FILE *o;
+    const int orc = open_out(outdir, RP_PLOTS_LIST, &o, path, sizeof path, err, errlen);
+    if (orc != RB_OK)
+        return orc;
+    fprintf(o, "%s (the next report here removes those it does not draw)\n", RP_PLOTS_MARK);
+    for (size_t k = 0; k < np; k++)
+        if (p[k].svg_name[0])
+            fprintf(o, "%s\n", p[k].svg_name);
+    return finish(o, path, err, errlen);
+}
+
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
- * HTML reports are still written (saying so) and the plot error is returned. An
- * earlier report's plots that this one does not draw are removed (a report of another
- * file into the same directory left them beside the new one). */
+ * HTML reports are still written (saying so) and the plot error is returned. The
+ * plots an earlier report listed in RP_PLOTS_LIST that this one does not draw are
+ * removed (a report of another file into the same directory left them beside the new
+ * one). */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
                     size_t errlen)
 {
@@ -822,8 +842,8 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     /* both documents (and study.ini, when the file stored its configuration) can be
      * created, checked before any plot is drawn, so that a report that cannot be
      * written leaves no plots behind */
-    static const char *const outs[3] = {"report.md", "report.html", "study.ini"};
-    for (int i = 0; i < (attr_get(&f.root, "config_text") ? 3 : 2) && rc == RB_OK; i++) {
+    static const char *const outs[4] = {"report.md", "report.html", RP_PLOTS_LIST, "study.ini"};
+    for (int i = 0; i < (attr_get(&f.root, "config_text") ? 4 : 3) && rc == RB_OK; i++) {
         char path[4200];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", outdir, outs[i]);
@@ -831,7 +851,7 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         if (exists && !S_ISREG(st.st_mode))
             rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",
                          path);
-        else if (exists && i == 2 && !ini_is_ours(path))
+        else if (exists && i == 3 && !ini_is_ours(path))
             rc = rb_errf(err, errlen, RB_EIO,
                          "report: %s exists and no report wrote it (a study of yours?); "
                          "move it, or give -o another directory", path);
@@ -849,6 +869,8 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
     if (rc == RB_OK)
         rc = write_study_ini(&f, outdir, err, errlen);
+    if (rc == RB_OK)
+        rc = write_plots_list(plots, np, outdir, err, errlen);
     for (size_t at = 0; rc == RB_OK && old && at < old_len; at += strlen(old + at) + 1) {
         int kept = 0;
         for (size_t k = 0; k < np && !kept; k++)

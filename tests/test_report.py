@@ -738,8 +738,16 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     rc1, _, e1 = run(cmd, good, out)
     first = sorted(x for x in os.listdir(out) if x.endswith(".svg"))
+    listed = open(os.path.join(out, "report-plots.txt")).read().splitlines()[1:] \
+        if os.path.exists(os.path.join(out, "report-plots.txt")) else []
+    if sorted(listed) != first:
+        fail("report-plots.txt lists %s, the directory holds %s" % (listed[:3], first[:3]))
+    # the user's own file, also when report.md links it (text in report.md is the
+    # file's, so it cannot say what may be removed; only the list does)
     with open(os.path.join(out, "mine.svg"), "w") as f:
         f.write("<svg></svg>")
+    with open(os.path.join(out, "report.md"), "a") as f:
+        f.write("\n![x](mine.svg)\n")
     rc2, _, e2 = run(cmd, bench_only, out)
     left = sorted(x for x in os.listdir(out) if x.endswith(".svg"))
     if rc1 != 0 or rc2 != 0 or not first or left != ["mine.svg"]:
