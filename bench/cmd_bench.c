@@ -1044,8 +1044,9 @@ int rb_cmd_bench(int argc, char **argv)
         printf("# ropebench bench — %s\n", rb_version_string());
         printf("# machine: %s, %d threads (OpenMP)%s\n", ci.model[0] ? ci.model : "unknown CPU",
                o.all_threads, o.quick ? ", --quick sizes" : "");
-        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread, %.1f GFLOP/s %d threads",
-               pk.fma1, pk.fma_all, o.all_threads);
+        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread", pk.fma1);
+        if (o.all_threads != 1) /* (all = 1: its rows take the 1-thread peaks) */
+            printf(", %.1f GFLOP/s %d threads", pk.fma_all, o.all_threads);
         for (int i = 0; i < pk.n_other; i++)
             printf(", %.1f GFLOP/s %d threads", pk.fma_other[i], pk.other[i]);
         printf("\n");
@@ -1055,8 +1056,10 @@ int rb_cmd_bench(int argc, char **argv)
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
                RB_HUGE_MIN >> 20, rb_kernels_hugepages());
-        printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread, %.2f GB/s %d threads",
-               pk.triad_bytes >> 20, pk.triad1, pk.triad_all, o.all_threads);
+        printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread",
+               pk.triad_bytes >> 20, pk.triad1);
+        if (o.all_threads != 1)
+            printf(", %.2f GB/s %d threads", pk.triad_all, o.all_threads);
         for (int i = 0; i < pk.n_other; i++)
             printf(", %.2f GB/s %d threads", pk.triad_other[i], pk.other[i]);
         printf("\n");

@@ -52,20 +52,20 @@ int rb_cmd_freqs(int argc, char **argv)
         {"version", no_argument, 0, O_VER},      {0, 0, 0, 0}};
     char **sets = calloc((size_t)argc * 2 + 2, sizeof *sets);
     char **owned = calloc((size_t)argc * 2 + 2, sizeof *owned);
+    /* the option behind each sets[] entry (NULL: a --set of the user's) */
+    const char **set_opt = calloc((size_t)argc * 2 + 2, sizeof *set_opt);
     const char *cfg_path = NULL, *method = NULL, *seq = NULL;
     int n_sets = 0, n_owned = 0, opt, code = 0;
     rb_config cfg;
     int have_cfg = 0;
     char err[512];
-    if (!sets || !owned) {
+    if (!sets || !owned || !set_opt) {
         code = RB_EXIT_FAIL;
         goto cleanup;
     }
     optind = 1;
     opterr = 0;
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
-    const char *opt_keys[8][2]; /* config keys set by options, and the option */
-    int n_opt_keys = 0;
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
         switch (opt) {
@@ -90,20 +90,17 @@ int rb_cmd_freqs(int argc, char **argv)
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
-        if (key && n_opt_keys < 8) {
-            opt_keys[n_opt_keys][0] = key;
-            opt_keys[n_opt_keys++][1] = opt == 'f'      ? "--factor"
-                                        : opt == O_HD   ? "--head-dim"
-                                        : opt == O_RD   ? "--rotary-dim"
-                                        : opt == O_BASE ? "--base"
-                                                        : "--original-ctx";
-        }
         if (key) {
             size_t len = strlen(key) + strlen(optarg) + 2;
             char *s = malloc(len);
             if (!s) { code = RB_EXIT_FAIL; goto cleanup; }
             snprintf(s, len, "%s=%s", key, optarg);
             owned[n_owned++] = s;
+            set_opt[n_sets] = opt == 'f'      ? "--factor"
+                              : opt == O_HD   ? "--head-dim"
+                              : opt == O_RD   ? "--rotary-dim"
+                              : opt == O_BASE ? "--base"
+                                              : "--original-ctx";
             sets[n_sets++] = s;
         }
     }
@@ -123,21 +120,20 @@ int rb_cmd_freqs(int argc, char **argv)
         char *s = malloc(len);
         if (!s) { code = RB_EXIT_FAIL; goto cleanup; }
         snprintf(s, len, "scaling.methods=%s", method);
-        if (n_opt_keys < 8) {
-            opt_keys[n_opt_keys][0] = "scaling.methods";
-            opt_keys[n_opt_keys++][1] = "--method";
-        }
         owned[n_owned++] = s;
+        set_opt[n_sets] = "--method";
         sets[n_sets++] = s;
     }
     if (rb_config_load(&cfg, cfg_path, sets, n_sets, err, sizeof err)) {
-        /* a value given by an option is checked as its config key: name the option too */
+        /* a value given by an option is checked as its config key: name the option too,
+         * when the last of the settings of the key the error names came from it */
         const char *from = NULL;
-        for (int i = 0; i < n_opt_keys; i++) {
-            const size_t kl = strlen(opt_keys[i][0]);
-            if (!strncmp(err, opt_keys[i][0], kl) && (err[kl] == ':' || err[kl] == ' '))
-                from = opt_keys[i][1];
-        }
+        const size_t kl = strcspn(err, ": ");
+        for (int i = n_sets - 1; i >= 0; i--)
+            if (!strncmp(sets[i], err, kl) && sets[i][kl] == '=') {
+                from = set_opt[i];
+                break;
+            }
         if (from)
             fprintf(stderr, "ropebench: freqs: %s: %s\n", from, err);
         else
@@ -199,6 +195,7 @@ cleanup:
     for (int i = 0; i < n_owned; i++) free(owned[i]);
     free(owned);
     free(sets);
+    free(set_opt);
     if (have_cfg) rb_config_free(&cfg);
     return code;
 }

@@ -1179,8 +1179,8 @@ int rb_config_check_ranks(const rb_config *c, int nranks, int ranks_per_host, ch
             double need = rb_config_case_bytes(c, (rb_mode)mode, L, nranks) * ranks_per_host;
             if (need > limit)
                 return rb_errf(err, errlen, RB_EINVAL,
-                               "%s: %lld tokens in %s mode need %.3g GiB on this host "
-                               "(%d rank%s here), more than the %.3g GiB limit "
+                               "%s: %lld tokens in %s mode need %.6g GiB on this host "
+                               "(%d rank%s here), more than the %.6g GiB limit "
                                "(study.memory_limit_gib)",
                                key, (long long)L, mode == RB_MODE_FULL ? "full" : "probe",
                                need / 1073741824.0, ranks_per_host,

@@ -1043,7 +1043,14 @@ static int measure_peaks(rb_run *r, int store)
         goto cleanup;
     }
     MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, r->comm);
-    MPI_Allreduce(mine, r->peak_sum, 2, MPI_DOUBLE, MPI_SUM, r->comm);
+    /* the sums from rank 0 to all: every rank then writes the same attribute values
+     * (collective HDF5 calls want identical arguments) */
+    r->peak_sum[0] = r->peak_sum[1] = 0;
+    for (int i = 0; r->rank == 0 && i < r->nranks; i++) {
+        r->peak_sum[0] += all[i * 2];
+        r->peak_sum[1] += all[i * 2 + 1];
+    }
+    MPI_Bcast(r->peak_sum, 2, MPI_DOUBLE, 0, r->comm);
     static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
     for (int k = 0; k < 2 && store; k++) {
         int64_t dims[1] = {r->nranks};

@@ -168,6 +168,7 @@ rb_cli_error(freqs_no_method 2 "freqs: --method is required" ${RB_EXE} freqs)
 rb_cli_error(freqs_bad_factor 2 "^ropebench: freqs: --factor: scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 0.25)
 # a value given by an option is named by that option as well as by its config key
 rb_cli_error(freqs_method_typo 2 "^ropebench: freqs: --method: scaling.methods: unknown value 'yarnn'" ${RB_EXE} freqs --method yarnn)
+rb_cli_error(freqs_set_after_option 2 "^ropebench: scaling.factor = 0.25: must be >= 1" ${RB_EXE} freqs --method pi --factor 2 --set scaling.factor=0.25)
 rb_cli_error(freqs_set_not_option 2 "^ropebench: model.head_dim = 63: must be even$" ${RB_EXE} freqs --method pi --set model.head_dim=63)
 rb_cli_error(report_missing 2 "nonexistent.h5" ${RB_EXE} report ${RB_WORK}/nonexistent.h5 -o ${RB_WORK}/r0)
 rb_cli_error(report_not_hdf5 2 "not_a_results.h5" ${RB_EXE} report ${RB_WORK}/not_a_results.h5 -o ${RB_WORK}/r1)
