@@ -25,8 +25,13 @@ enum {
     QB_GROUPS = 64,
     KB_SBS = 4,
     STREAM_MAX_ROWS = 256,  /* at most this many rows: stream K/V, split keys */
-    STREAM_MAX_PROBE = 2048 /* probe shapes: at most this many rows against 16x as many
-                             * keys go to rb_attn_tile_avx512_bf16fma */
+    STREAM_MAX_PROBE = 2048, /* probe shapes: at most this many rows against 16x as many
+                              * keys go to rb_attn_tile_avx512_bf16fma */
+    /* a row's fp32 state takes at most this many sub-blocks (4096 keys, as the fp32 and
+     * blas kernels) before it is merged into a double state and restarted: fp32 sums
+     * over a whole shard grow their rounding with its length (2^-24 per term, ~1e-5
+     * of l at a million keys), which made results depend on how ranks split the keys */
+    FLUSH_SBS = 64
 };
 
 /* Everything one call shares between threads (read-only in the parallel parts,
@@ -622,7 +627,9 @@ static int job_cmp(const void *a, const void *b)
 
 /* rb_attn_tile_avx512_bf16: the tile contract (rb_kernels.h, rb_avx512.h) with q, k,
  * p and v rounded to bf16 (nearest even) and every product accumulated in fp32;
- * softmax state (m, l, u, acc) in fp32, merged into `state` once per call. Products
+ * softmax state (m, l, u, acc) in fp32, merged into `state` every 4096 keys
+ * (FLUSH_SBS, row mode) and at the end, so its rounding does not grow with the key
+ * count. Products
  * run on AMX-BF16 where the CPU has it and the OS grants the tile state (else, or
  * with ROPEBENCH_BF16_AMX=0, on VDPBF16PS); both give the same class of results.
  * Any head_dim >= 1 (padded internally to 32 dims for q/k, 64 for v); positions may
@@ -817,7 +824,10 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                 int64_t bqmax = INT64_MIN;
                 for (int64_t g = g0; g < g1; g++)
                     bqmax = gqmax[g] > bqmax ? gqmax[g] : bqmax;
+                const int64_t r0 = g0 * GR;
+                const int64_t r1 = g1 * GR < nq ? g1 * GR : nq;
                 state_reset(&st, (g1 - g0) * GR, c.dv);
+                int64_t since = 0; /* sub-blocks in the fp32 state since its last merge */
                 for (int64_t kb = 0; kb < c.nsb; kb += KB_SBS) {
                     const int64_t kb1 = kb + KB_SBS < c.nsb ? kb + KB_SBS : c.nsb;
                     int64_t kbmin = INT64_MAX;
@@ -829,12 +839,18 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                         groups_sb(&c, amx, g0, g1, sb, kvp + (size_t)sb * kp_sz,
                                   kvp + (size_t)c.nsb * kp_sz + (size_t)sb * vp_sz, &st,
                                   NULL);
+                    if ((since += kb1 - kb) >= FLUSH_SBS) { /* (these rows are this job's) */
+                        merge_rows(&st, 0, r0, r1 - r0, d, c.dv, state);
+                        state_reset(&st, (g1 - g0) * GR, c.dv);
+                        since = 0;
+                    }
                 }
-                const int64_t r0 = g0 * GR;
-                const int64_t r1 = g1 * GR < nq ? g1 * GR : nq;
                 merge_rows(&st, 0, r0, r1 - r0, d, c.dv, state);
             }
         } else {
+            /* (fewer than 16 * STREAM_MAX_ROWS = 4096 keys here, the probe shapes having
+             * gone to the fp32 kernel: a thread's fp32 state never needs a FLUSH_SBS
+             * merge before the end) */
             state_reset(&st, (int64_t)nrows_p, c.dv);
             uint32_t *kpt = kvp + (size_t)tid * KB_SBS * (kp_sz + vp_sz);
             uint32_t *vpt = kpt + KB_SBS * kp_sz;
