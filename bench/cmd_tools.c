@@ -129,11 +129,17 @@ int rb_cmd_freqs(int argc, char **argv)
          * when the last of the settings of the key the error names came from it */
         const char *from = NULL;
         const size_t kl = strcspn(err, ": ");
-        for (int i = n_sets - 1; i >= 0; i--)
-            if (!strncmp(sets[i], err, kl) && sets[i][kl] == '=') {
+        for (int i = n_sets - 1; i >= 0; i--) {
+            /* the setting's key as the loader reads it: blanks around it dropped */
+            const char *a = sets[i], *eq = strchr(a, '=');
+            while (*a == ' ' || *a == '\t') a++;
+            const char *e = eq ? eq : a;
+            while (e > a && (e[-1] == ' ' || e[-1] == '\t')) e--;
+            if (eq && (size_t)(e - a) == kl && !strncmp(a, err, kl)) {
                 from = set_opt[i];
                 break;
             }
+        }
         if (from)
             fprintf(stderr, "ropebench: freqs: %s: %s\n", from, err);
         else

@@ -1105,8 +1105,11 @@ static int64_t max_probe_rows(const rb_config *c)
 double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nranks)
 {
     double d = c->head_dim, n = (double)L / nranks, H = c->heads, st = (d + 3) * 8;
-    /* bf16: the kernel's row mode packs K and V to bf16 pairs (2 + 2 bytes a value) */
-    const double bf16_pack = strcmp(c->dtype, "bf16") == 0 ? 4 * n * d : 0;
+    /* bf16: the kernel's row mode packs K and V to bf16, k padded to 32 dims and v to 64
+     * (kernels/avx512/attn_bf16.c) */
+    const double bf16_pack = strcmp(c->dtype, "bf16") == 0
+                                 ? n * (2 * 32 * ceil(d / 32) + 2 * 64 * ceil(d / 64))
+                                 : 0;
     if (mode == RB_MODE_FULL) {
         return H * 3 * n * d * 4     /* pre-RoPE q, k, v of every head */
                + 2 * n * d * 4       /* rotated q, k of one head */
@@ -1123,8 +1126,8 @@ double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nra
         /* the accumulators' per-thread scratch (kernels/ref/metrics_probe.c): each
          * row's run and weighted key sums kept across blocks while P * rot <= 4M, and
          * two double layouts of a 16-key block */
-        const double rot = c->rotary_dim, T = c->threads > 0 ? c->threads
-                                                            : (double)sysconf(_SC_NPROCESSORS_ONLN);
+        const double rot = c->rotary_dim,
+                     T = c->threads > 0 ? c->threads : (double)rb_kernels_threads();
         bytes += (T > 0 ? T : 1) * ((P * rot <= 4194304.0 ? P * rot * 8 + P * 128 : 0) +
                                     2 * 16 * d * 8);
         /* metric 7's key sample: its rows copied (4d + 8 bytes), then the exact and
@@ -1158,14 +1161,6 @@ int rb_config_check_ranks(const rb_config *c, int nranks, int ranks_per_host, ch
 {
     double limit = c->memory_limit_gib > 0 ? c->memory_limit_gib * 1073741824.0
                                            : 0.9 * host_available_bytes();
-    /* the peaks measured before the first case: a triad of 3 x 256 MiB on every rank */
-    const double triad = 3.0 * 268435456.0 * ranks_per_host;
-    if (triad > limit)
-        return rb_errf(err, errlen, RB_EINVAL,
-                       "study.memory_limit_gib: the peak measurement before the cases needs "
-                       "%.6g GiB on this host (768 MiB a rank, %d rank%s here), more than the "
-                       "%.6g GiB limit", triad / 1073741824.0, ranks_per_host,
-                       ranks_per_host == 1 ? "" : "s", limit / 1073741824.0);
     for (int mode = 0; mode < 2; mode++) {
         if (!c->modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;

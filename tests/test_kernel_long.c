@@ -1,4 +1,4 @@
-/* test_kernel_long.c — the fp32 tile kernels against rb_attn_tile_ref on rows that see very many keys, where fp32 running sums lose accuracy with the number of terms. */
+/* test_kernel_long.c — the fast tile kernels (fp32 blas and avx512, and the bf16 row mode on bf16-rounded inputs) against rb_attn_tile_ref on rows that see very many keys, where fp32 running sums lose accuracy with the number of terms. */
 #include "rb_kernels.h"
 
 #include <math.h>

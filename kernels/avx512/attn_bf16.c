@@ -1,4 +1,4 @@
-/* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS (or AMX) into fp32, online softmax (m, l, u) in fp32, merged into the double row state once per call; probe shapes go to the fp32 loop on rounded operands. */
+/* attn_bf16.c — the bf16 AVX-512 attention tile: q, k, p, v rounded to bf16, QKᵀ and PV by VDPBF16PS (or AMX) into fp32, online softmax (m, l, u) in fp32, merged into the double row state every 4096 keys and at the end; probe shapes go to the fp32 loop on rounded operands. */
 #include "rb_avx512.h"
 #include "rb_omp.h"
 #include "rb_pf.h"
