@@ -371,7 +371,11 @@ int64_t rb_metrics_first_negative_B(const double *inv_freq, int np, int64_t max_
  * `needles` table stores them (positions and heads as doubles); score[j] must be the
  * score the accumulator gave the key at needle_pos[j] (rb_probe_metrics' needle_s,
  * which is formed bit for bit so). out may not alias the inputs. n <= 0 does nothing.
- * O(n log n + n g) for g needles per query. Returns RB_OK, or RB_ENOMEM (out unset). */
+ * A (head, query) with more than RB_NEEDLE_GROUP_MAX entries (ropebench plants at most
+ * 64 needles; a table read from someone's file may claim anything) gets NaN, so the
+ * work stays O(n log n + n g) for g <= RB_NEEDLE_GROUP_MAX needles per query.
+ * Returns RB_OK, or RB_ENOMEM (out unset). */
+#define RB_NEEDLE_GROUP_MAX 1024
 int rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double *query_pos,
                                     const double *needle_pos, const double *score,
                                     const double *rank, double *out);

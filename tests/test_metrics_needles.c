@@ -52,6 +52,28 @@ int main(void)
         }
         free(h);
     }
+    /* a query with more entries than RB_NEEDLE_GROUP_MAX (a file's claim, not a study's):
+     * NaN there, and the other query's entries still derived */
+    {
+        const int64_t big = RB_NEEDLE_GROUP_MAX + 1, n = big + 2;
+        double *h = calloc(6 * (size_t)n, sizeof *h), *q = h + n, *p = q + n, *s = p + n,
+               *r = s + n, *o = r + n;
+        for (int64_t i = 0; i < n; i++) {
+            q[i] = i < big ? 7.0 : 9.0;
+            p[i] = (double)i;
+            s[i] = (double)(n - i);
+            r[i] = (double)(i + 1);
+        }
+        r[big] = 3.0;     /* query 9: two needles, the first scores higher */
+        r[big + 1] = 4.0; /* so the second's haystack rank is 4 - 1 */
+        int rc = rb_metrics_needle_haystack_rank(n, h, q, p, s, r, o);
+        int nan_big = 1;
+        for (int64_t i = 0; i < big; i++) nan_big &= isnan(o[i]);
+        check(rc == RB_OK && nan_big && o[big] == 3.0 && o[big + 1] == 3.0,
+              "group of %lld > RB_NEEDLE_GROUP_MAX: rc %d, all NaN %d, the other group %g %g "
+              "(want 3 3)", (long long)big, rc, nan_big, o[big], o[big + 1]);
+        free(h);
+    }
     double one = 5.0, out = -1.0;
     check(rb_metrics_needle_haystack_rank(0, &one, &one, &one, &one, &one, &out) == RB_OK &&
               out == -1.0,

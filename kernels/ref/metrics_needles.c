@@ -1,6 +1,7 @@
 /* metrics_needles.c — needle rank against the haystack: a needle's rank with the other needles of its own query left out. */
 #include "rb_kernels.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -43,6 +44,11 @@ int rb_metrics_needle_haystack_rank(int64_t n, const double *head, const double 
     for (int64_t g0 = 0, g1; g0 < n; g0 = g1) {
         for (g1 = g0 + 1; g1 < n && k[g1].head == k[g0].head && k[g1].query == k[g0].query;)
             g1++;
+        if (g1 - g0 > RB_NEEDLE_GROUP_MAX) { /* not from ropebench: not derived */
+            for (int64_t a = g0; a < g1; a++)
+                out[k[a].i] = NAN;
+            continue;
+        }
         /* first[b]: entry b is the group's first needle at its position (a position
          * is counted once, at that needle) */
         for (int64_t b = g0; b < g1; b++) {
