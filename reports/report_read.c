@@ -220,18 +220,98 @@ static void attrs_free(rp_attrs *as)
 
 /* ---- datasets ---------------------------------------------------------------------- */
 
-/* H5Lvisit callback: stop at the first external or user-defined link. */
+/* The walk over a file's links before anything is read (walk_file): depth first, at
+ * most RP_WALK_DEPTH groups deep and RP_WALK_LINKS links in all, every object once.
+ * ropebench writes a tree (groups at most 4 deep, each object under one name) with no
+ * link into another file; anything else is refused by name. HDF5's own H5Lvisit
+ * recursed once per level (a file of 15,000 nested groups overflowed the stack) and
+ * let one group be reached under many names (each hard link a case of its own). */
+#define RP_WALK_DEPTH 16
+#define RP_WALK_LINKS 4000000
 typedef struct {
-    char name[256];
-} elink_ctx;
+    char path[512];     /* the link being looked at, from the root */
+    const char *why;    /* set when the walk stops on a refusal */
+    int depth;
+    size_t links;
+    haddr_t *seen;      /* addresses of the objects met, open addressing */
+    size_t cap, nseen;
+    int oom;
+} walk_ctx;
 
-static herr_t find_elink(hid_t g, const char *name, const H5L_info_t *info, void *op)
+/* 1 if addr was met before (else records it); -1 without memory. */
+static int walk_seen(walk_ctx *w, haddr_t addr)
 {
-    (void)g;
-    if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT)
+    if (2 * (w->nseen + 1) > w->cap) {
+        const size_t cap = w->cap ? 2 * w->cap : 1024;
+        haddr_t *t = malloc(cap * sizeof *t);
+        if (!t)
+            return -1;
+        for (size_t i = 0; i < cap; i++) t[i] = HADDR_UNDEF;
+        for (size_t i = 0; i < w->cap; i++) {
+            if (w->seen[i] == HADDR_UNDEF) continue;
+            size_t h = (size_t)(w->seen[i] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+            while (t[h] != HADDR_UNDEF) h = (h + 1) & (cap - 1);
+            t[h] = w->seen[i];
+        }
+        free(w->seen);
+        w->seen = t;
+        w->cap = cap;
+    }
+    size_t h = (size_t)(addr * 0x9E3779B97F4A7C15ull) & (w->cap - 1);
+    for (; w->seen[h] != HADDR_UNDEF; h = (h + 1) & (w->cap - 1))
+        if (w->seen[h] == addr)
+            return 1;
+    w->seen[h] = addr;
+    w->nseen++;
+    return 0;
+}
+
+static herr_t link_cb(hid_t g, const char *name, const H5L_info_t *info, void *op)
+{
+    walk_ctx *w = op;
+    const size_t at = strlen(w->path);
+    snprintf(w->path + at, sizeof w->path - at, "/%s", name);
+    herr_t r = 0;
+    if (++w->links > RP_WALK_LINKS) {
+        w->why = "more links than a results file holds";
+        return 1;
+    }
+    if (info->type == H5L_TYPE_SOFT) { /* (a name for another path, not followed) */
+        w->path[at] = '\0';
         return 0;
-    snprintf(((elink_ctx *)op)->name, sizeof ((elink_ctx *)op)->name, "%s", name);
-    return 1;
+    }
+    if (info->type != H5L_TYPE_HARD) {
+        w->why = "a link into another file";
+        return 1;
+    }
+    H5O_info_t oi;
+    if (H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0)
+        return -1;
+    const int s = walk_seen(w, oi.addr);
+    if (s < 0) {
+        w->oom = 1;
+        return -1;
+    }
+    if (s) {
+        w->why = "a second name for an object met before";
+        return 1;
+    }
+    if (oi.type == H5O_TYPE_GROUP) {
+        if (w->depth == RP_WALK_DEPTH) {
+            w->why = "groups nested deeper than a results file's";
+            return 1;
+        }
+        hid_t sub = H5Gopen2(g, name, H5P_DEFAULT);
+        if (sub < 0)
+            return -1;
+        w->depth++;
+        r = H5Literate(sub, H5_INDEX_NAME, H5_ITER_INC, NULL, link_cb, w);
+        w->depth--;
+        H5Gclose(sub);
+    }
+    if (r == 0)
+        w->path[at] = '\0';
+    return r;
 }
 
 /* A number read from the file as an integer: bad (e.g. -1) where it is not finite or
@@ -1055,15 +1135,23 @@ int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
      * reads only the file it was given (an external link could name any file, or a FIFO
      * that blocks forever) */
     {
-        elink_ctx ec = {""};
-        if (H5Lvisit(fid, H5_INDEX_NAME, H5_ITER_INC, find_elink, &ec) < 0 || ec.name[0]) {
+        walk_ctx w = {.path = ""};
+        H5O_info_t root;
+        const herr_t wr = H5Oget_info(fid, &root) < 0 || walk_seen(&w, root.addr) < 0
+                              ? -1
+                              : H5Literate(fid, H5_INDEX_NAME, H5_ITER_INC, NULL, link_cb, &w);
+        free(w.seen);
+        if (wr < 0 || w.why) {
             char shown[160];
-            printable(shown, sizeof shown, ec.name[0] ? ec.name : "?");
-            rc = rb_errf(err, errlen, RB_EFORMAT,
-                         ec.name[0] ? "%s: /%s is a link into another file: not a ropebench "
-                                      "results file as written, not read"
-                                    : "%s: cannot list the file's objects (damaged?)%s",
-                         path, ec.name[0] ? shown : "");
+            printable(shown, sizeof shown, w.path[0] ? w.path : "/");
+            if (w.why)
+                rc = rb_errf(err, errlen, RB_EFORMAT,
+                             "%s: %s is %s: not a ropebench results file as written, not "
+                             "read", path, shown, w.why);
+            else
+                rc = rb_errf(err, errlen, w.oom ? RB_ENOMEM : RB_EFORMAT,
+                             "%s: cannot list the file's objects (%s, at %s)", path,
+                             w.oom ? "out of memory" : "damaged?", shown);
             goto cleanup;
         }
         H5Eclear2(H5E_DEFAULT);

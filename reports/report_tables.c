@@ -31,6 +31,9 @@ void rp_md_esc(FILE *o, const char *s)
         case '|': fputs("\\|", o); break;
         case '\\': fputs("\\\\", o); break;
         case '`': fputs("\\`", o); break;
+        case '[': fputs("\\[", o); break; /* no link or image from the file's text */
+        case ']': fputs("\\]", o); break;
+        case '*': fputs("\\*", o); break;
         case '<': fputs("&lt;", o); break;
         case '>': fputs("&gt;", o); break;
         case '&': fputs("&amp;", o); break;

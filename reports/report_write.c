@@ -203,10 +203,18 @@ static size_t count_complete(const rp_file *f)
     return n;
 }
 
-/* Whether the study's case i (/provenance/planned_cases) is in the file at all (a run
- * that stopped before it began a case leaves no group for it). */
-static int planned_in_file(const rp_file *f, size_t i)
+static int cmp_str(const void *a, const void *b)
 {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the study's case i (/provenance/planned_cases) is in the file at all (a run
+ * that stopped before it began a case leaves no group for it): a search of the case
+ * names, sorted in names (NULL without memory: a scan instead). */
+static int planned_in_file(const rp_file *f, char *const *names, size_t i)
+{
+    if (names)
+        return bsearch(&f->planned[i], names, f->ncases, sizeof *names, cmp_str) != NULL;
     for (size_t j = 0; j < f->ncases; j++)
         if (f->cases[j].name && strcmp(f->cases[j].name, f->planned[i]) == 0)
             return 1;
@@ -219,8 +227,13 @@ static int planned_in_file(const rp_file *f, size_t i)
 static void write_case_summary(FILE *o, const rp_file *f, int html)
 {
     size_t missing = 0;
+    char **names = f->ncases ? malloc(f->ncases * sizeof *names) : NULL;
+    for (size_t j = 0; names && j < f->ncases; j++)
+        names[j] = f->cases[j].name ? f->cases[j].name : "";
+    if (names)
+        qsort(names, f->ncases, sizeof *names, cmp_str);
     for (size_t i = 0; i < f->nplanned; i++)
-        missing += !planned_in_file(f, i);
+        missing += !planned_in_file(f, names, i);
     const size_t done = count_complete(f);
     fprintf(o, " — %zu complete case(s), %zu incomplete or unreadable", done,
             f->ncases - done);
@@ -228,7 +241,7 @@ static void write_case_summary(FILE *o, const rp_file *f, int html)
         fprintf(o, "; %zu of the study's %zu case(s) never run: ", missing, f->nplanned);
         size_t shown = 0;
         for (size_t i = 0; i < f->nplanned && shown < RP_MISSING_LIST; i++) {
-            if (planned_in_file(f, i)) continue;
+            if (planned_in_file(f, names, i)) continue;
             fprintf(o, "%s", shown++ ? ", " : "");
             if (html) rp_html_esc(o, f->planned[i]);
             else rp_md_esc(o, f->planned[i]);
@@ -238,6 +251,7 @@ static void write_case_summary(FILE *o, const rp_file *f, int html)
                         : " (`run --resume` with the same study does them)");
     }
     fprintf(o, ".");
+    free(names);
 }
 
 /* Caption of a plot (plain text, escaped by the caller). */
@@ -546,9 +560,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
             const rp_case *c = &f->cases[i];
             if (c->complete && !c->problem)
                 continue;
-            fprintf(o, "- `");
-            rp_md_esc(o, c->name);
-            fprintf(o, "`: ");
+            fprintf(o, "- ");
+            md_code(o, c->name); /* (escapes do not work inside a code span) */
+            fprintf(o, ": ");
             rp_md_esc(o, c->problem ? c->problem : "incomplete");
             fprintf(o, "\n");
         }

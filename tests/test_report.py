@@ -465,6 +465,32 @@ def damaged_cases(cmd, work, good):
         "cases/z", h5py.ExternalLink(os.path.join(work, "nowhere.h5"), "/x")))
     expect_error(cmd, work, "external-link", p, ["/cases/z is a link into another file"])
 
+    # a file from someone else is read as a tree: groups nested deeper than a results
+    # file's (15,000 of them overflowed the stack of HDF5's own recursive walk) and one
+    # case group under a second name (each name was a case, with all its plots) are
+    # refused, named
+    def deep(f):
+        g = f.create_group("z")
+        for _ in range(20):
+            g = g.create_group("a")
+    p = variant("deep-groups", deep)
+    expect_error(cmd, work, "deep-groups", p, ["/z/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a is groups "
+                                              "nested deeper than a results file's"])
+    p = variant("second-name", lambda f: f.__setitem__("cases/zz-again", f[P]))
+    expect_error(cmd, work, "second-name", p, ["is a second name for an object met before"])
+
+    # text of the file cannot become a Markdown link or image in report.md
+    p = variant("md-link", lambda f: f.attrs.__setitem__(
+        "git_describe", "v1 ![](https://evil.example/p.png) [signed](https://evil.example/)"))
+    out = os.path.join(work, "out-md-link")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    if rc != 0 or re.search(r"(?<!\\)\]\(https://evil", text) or \
+            "!\\[\\](https://evil.example/p.png)" not in text:
+        fail("md-link: status %d, link not escaped: %s" % (rc, [l for l in text.splitlines()
+                                                              if "evil" in l][:2]))
+
     def ext_storage(f):
         del f[P + "/rows/position"]
         f.create_dataset(P + "/rows/position", shape=(64,), dtype="<f8",
