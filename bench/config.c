@@ -890,20 +890,17 @@ static int text_parse(const char *text, text_kv **out, int *n)
         }
         text_kv *kv = &(*out)[*n];
         snprintf(kv->name, sizeof kv->name, "%.31s.%.*s", sec, (int)(eq - l < 63 ? eq - l : 63), l);
-        const size_t vlen = len - (size_t)(eq + 3 - l);
+        const char *v = eq + 3;
+        const size_t vlen = len - (size_t)(v - l);
         if (!(kv->value = malloc(vlen + 1))) return RB_ENOMEM;
         (*n)++;
-        char *v = malloc(vlen + 1);
-        if (!v) return RB_ENOMEM;
-        memcpy(v, eq + 3, vlen);
-        v[vlen] = 0;
         l = next;
         size_t o = 0;
-        for (size_t i = 0; v[i]; i++) {
-            if (v[i] == ' ' || v[i] == '\t') {
+        for (size_t i = 0; i < vlen; i++) {
+            if (v[i] == ' ' || v[i] == '\t') { /* a run of blanks: kept only between words */
                 size_t j = i;
-                while (v[j] == ' ' || v[j] == '\t') j++;
-                if (o == 0 || v[j] == 0 || v[j] == ',' || kv->value[o - 1] == ',') {
+                while (j < vlen && (v[j] == ' ' || v[j] == '\t')) j++;
+                if (o == 0 || j == vlen || v[j] == ',' || kv->value[o - 1] == ',') {
                     i = j - 1;
                     continue;
                 }
@@ -911,7 +908,6 @@ static int text_parse(const char *text, text_kv **out, int *n)
             kv->value[o++] = v[i];
         }
         kv->value[o] = 0;
-        free(v);
     }
     return RB_OK;
 }
