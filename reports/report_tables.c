@@ -8,10 +8,34 @@
 
 /* ---- cells ------------------------------------------------------------------------- */
 
+/* rp_unsafe_len: see report_int.h. */
+size_t rp_unsafe_len(const char *s)
+{
+    const unsigned char c = (unsigned char)s[0];
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+        return 1; /* C0 controls and DEL: ESC would reach a terminal that shows the file */
+    if (c == 0xE2 && (unsigned char)s[1] == 0x80 &&
+        (((unsigned char)s[2] >= 0xAA && (unsigned char)s[2] <= 0xAE) ||
+         (unsigned char)s[2] == 0x8E || (unsigned char)s[2] == 0x8F))
+        return 3; /* U+202A..U+202E embeddings and overrides, U+200E/F marks */
+    if (c == 0xE2 && (unsigned char)s[1] == 0x81 && (unsigned char)s[2] >= 0xA6 &&
+        (unsigned char)s[2] <= 0xA9)
+        return 3; /* U+2066..U+2069 isolates */
+    if (c == 0xD8 && (unsigned char)s[1] == 0x9C)
+        return 2; /* U+061C arabic letter mark */
+    return 0;
+}
+
 /* rp_html_esc: see report_int.h. */
 void rp_html_esc(FILE *o, const char *s)
 {
     for (; s && *s; s++) {
+        const size_t u = rp_unsafe_len(s);
+        if (u) {
+            fputs("&#xFFFD;", o);
+            s += u - 1;
+            continue;
+        }
         switch (*s) {
         case '&': fputs("&amp;", o); break;
         case '<': fputs("&lt;", o); break;
@@ -27,6 +51,12 @@ void rp_html_esc(FILE *o, const char *s)
 void rp_md_esc(FILE *o, const char *s)
 {
     for (; s && *s; s++) {
+        const size_t u = rp_unsafe_len(s);
+        if (u) {
+            fputc('?', o);
+            s += u - 1;
+            continue;
+        }
         switch (*s) {
         case '|': fputs("\\|", o); break;
         case '\\': fputs("\\\\", o); break;

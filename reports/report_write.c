@@ -69,6 +69,19 @@ static void put_ticks(FILE *o, size_t n)
         fputc('`', o);
 }
 
+/* s raw but for the characters a report never shows (rp_unsafe_len): '?' instead */
+static void put_raw(FILE *o, const char *s)
+{
+    for (; *s; s++) {
+        const size_t u = rp_unsafe_len(s);
+        if (u) {
+            fputc('?', o);
+            s += u - 1;
+        } else
+            fputc(*s, o);
+    }
+}
+
 /* md_code: s as one Markdown code span, raw (a code span shows backslashes and
  * entities literally), fenced by more backticks than any run inside it. */
 static void md_code(FILE *o, const char *s)
@@ -76,7 +89,9 @@ static void md_code(FILE *o, const char *s)
     const size_t n = strlen(s), fence = ticks_run(s) + 1;
     const int pad = n && (s[0] == '`' || s[n - 1] == '`'); /* else the fence would merge */
     put_ticks(o, fence);
-    fprintf(o, pad ? " %s " : "%s", s);
+    if (pad) fputc(' ', o);
+    put_raw(o, s);
+    if (pad) fputc(' ', o);
     put_ticks(o, fence);
 }
 
@@ -543,7 +558,9 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         const size_t best = ticks_run(cfg), fence = best < 3 ? 3 : best + 1;
         fprintf(o, "\n### Configuration (resolved)\n\n");
         put_ticks(o, fence);
-        fprintf(o, "ini\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
+        fprintf(o, "ini\n");
+        put_raw(o, cfg);
+        fprintf(o, "%s", cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
         put_ticks(o, fence);
         fputc('\n', o);
     }

@@ -491,6 +491,24 @@ def damaged_cases(cmd, work, good):
         fail("md-link: status %d, link not escaped: %s" % (rc, [l for l in text.splitlines()
                                                               if "evil" in l][:2]))
 
+    # nor drive the terminal that shows report.md (ESC sequences), nor read in another
+    # order than it is (bidi overrides): in a table cell, a code span (the results path
+    # is the file's own name, so the config block stands in) and the config block
+    def ctl(f):
+        f.attrs["git_describe"] = "v1\x1b]0;title\x07 \u202eevil\u202c"
+        cfg = f.attrs["config_text"]
+        cfg = cfg.decode() if isinstance(cfg, bytes) else str(cfg)
+        f.attrs["config_text"] = cfg + "\n# \x1b[31mred\x1b[0m \u2066x\u2069\n"
+    p = variant("control-chars", ctl)
+    out = os.path.join(work, "out-control-chars")
+    rc, so, se = fresh(p, out)
+    for name in ("report.md", "report.html"):
+        path = os.path.join(out, name)
+        data = open(path, "rb").read() if os.path.exists(path) else b""
+        bad = [c for c in (b"\x1b", b"\x07", "\u202e".encode(), "\u2066".encode()) if c in data]
+        if rc != 0 or not data or bad or b"title" not in data:
+            fail("control-chars: %s: status %d, %d bytes, still holds %s" % (name, rc, len(data), bad))
+
     def ext_storage(f):
         del f[P + "/rows/position"]
         f.create_dataset(P + "/rows/position", shape=(64,), dtype="<f8",
