@@ -859,6 +859,25 @@ typedef struct {
     char *value;
 } text_kv;
 
+/* The vlen characters at v into out (room for vlen + 1): blanks at the ends and around
+ * commas dropped, other runs of blanks kept. */
+static void norm_value(const char *v, size_t vlen, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < vlen; i++) {
+        if (v[i] == ' ' || v[i] == '\t') { /* a run of blanks: kept only between words */
+            size_t j = i;
+            while (j < vlen && (v[j] == ' ' || v[j] == '\t')) j++;
+            if (o == 0 || j == vlen || v[j] == ',' || out[o - 1] == ',') {
+                i = j - 1;
+                continue;
+            }
+        }
+        out[o++] = v[i];
+    }
+    out[o] = 0;
+}
+
 static int text_parse(const char *text, text_kv **out, int *n)
 {
     *out = NULL;
@@ -895,19 +914,7 @@ static int text_parse(const char *text, text_kv **out, int *n)
         if (!(kv->value = malloc(vlen + 1))) return RB_ENOMEM;
         (*n)++;
         l = next;
-        size_t o = 0;
-        for (size_t i = 0; i < vlen; i++) {
-            if (v[i] == ' ' || v[i] == '\t') { /* a run of blanks: kept only between words */
-                size_t j = i;
-                while (j < vlen && (v[j] == ' ' || v[j] == '\t')) j++;
-                if (o == 0 || j == vlen || v[j] == ',' || kv->value[o - 1] == ',') {
-                    i = j - 1;
-                    continue;
-                }
-            }
-            kv->value[o++] = v[i];
-        }
-        kv->value[o] = 0;
+        norm_value(v, vlen, kv->value);
     }
     return RB_OK;
 }
@@ -959,6 +966,110 @@ cleanup:
 /* Open the study file for reading: a regular file only (a FIFO would block the
  * open or the read, a device such as /dev/zero never ends), opened without blocking
  * and checked on the descriptor before anything is read. */
+/* Whether the study's value of key i is its default (as values compare for --resume). */
+static int at_default(char **v, int i, int *is_default)
+{
+    const size_t a = strlen(v[i]), b = strlen(RB_KEYS[i].def);
+    char *x = malloc(a + 1), *y = malloc(b + 1);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return RB_ENOMEM;
+    }
+    norm_value(v[i], a, x);
+    norm_value(RB_KEYS[i].def, b, y);
+    *is_default = strcmp(x, y) == 0;
+    free(x);
+    free(y);
+    return RB_OK;
+}
+
+/* The keys a study sets but never reads, into c->notes (see rb_bench.h): for each group
+ * of keys that one switch of the study turns on, the ones whose value is not the
+ * default while that switch is off. */
+static int unused_notes(rb_config *c, char **v, char *err, size_t errlen)
+{
+    int has[RB_ROPE_COUNT] = {0}, ds[RB_DATA_COUNT] = {0}, scaled = 0;
+    for (int k = 0; k < c->n_methods; k++) {
+        has[c->methods[k]] = 1;
+        scaled |= c->methods[k] != RB_ROPE_NONE;
+    }
+    for (int k = 0; k < c->n_datasets; k++) ds[c->datasets[k]] = 1;
+    /* mscale and mscale_all_dim make yarn's automatic attention factor only together */
+    int yarn_auto = 0;
+    for (int k = 0; k < c->n_methods; k++)
+        yarn_auto |= c->methods[k] == RB_ROPE_YARN && c->method_af[k] <= 0;
+    const char *mscale_why = !has[RB_ROPE_YARN] ? "yarn is not in scaling.methods"
+                             : !yarn_auto
+                                 ? "every yarn entry has its scaling.attention_factor"
+                                 : "yarn reads mscale and mscale_all_dim only together, as "
+                                   "Hugging Face does";
+    /* probe mode without probe_seq_lens probes the seq_lens */
+    int probe_own = 0;
+    for (const char *t = v[key_index("study", "probe_seq_lens")]; *t; t++)
+        probe_own |= !isspace((unsigned char)*t);
+    const struct {
+        int used;
+        const char *keys[6]; /* section.key */
+        const char *why;
+    } groups[] = {
+        {scaled, {"scaling.factor"}, "scaling.methods lists only none"},
+        {has[RB_ROPE_YARN], {"scaling.beta_fast", "scaling.beta_slow", "scaling.truncate"},
+         "yarn is not in scaling.methods"},
+        {yarn_auto && c->mscale > 0 && c->mscale_all_dim > 0,
+         {"scaling.mscale", "scaling.mscale_all_dim"}, mscale_why},
+        {has[RB_ROPE_YARN] || has[RB_ROPE_LONGROPE], {"scaling.attention_factor"},
+         "neither yarn nor longrope is in scaling.methods"},
+        {has[RB_ROPE_LLAMA3], {"scaling.low_freq_factor", "scaling.high_freq_factor"},
+         "llama3 is not in scaling.methods"},
+        {has[RB_ROPE_LONGROPE], {"scaling.short_factor", "scaling.long_factor"},
+         "longrope is not in scaling.methods"},
+        {c->modes[RB_MODE_PROBE],
+         {"study.probe_seq_lens", "study.probe_rows", "study.probe_positions"},
+         "probe is not in study.modes"},
+        {c->modes[RB_MODE_FULL] || (c->modes[RB_MODE_PROBE] && !probe_own),
+         {"study.seq_lens"}, "full is not in study.modes and probe has its probe_seq_lens"},
+        {c->metrics_enabled,
+         {"metrics.distance_bins", "metrics.position_bins", "metrics.precision_keys"},
+         "metrics.enabled is false"},
+        {ds[RB_DATA_NEEDLE],
+         {"needle.positions", "needle.query_positions", "needle.strength"},
+         "needle is not in study.datasets"},
+        {ds[RB_DATA_SPECTRAL],
+         {"spectral.profile", "spectral.amplitudes", "spectral.coherence"},
+         "spectral is not in study.datasets"},
+        {ds[RB_DATA_FILE], {"file.path"}, "file is not in study.datasets"},
+    };
+    c->n_notes = 0;
+    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+        if (groups[g].used) continue;
+        char names[256] = "";
+        int n = 0;
+        for (int k = 0; k < 6 && groups[g].keys[k]; k++) {
+            const char *dot = strchr(groups[g].keys[k], '.');
+            char sec[32];
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - groups[g].keys[k]),
+                     groups[g].keys[k]);
+            const int i = key_index(sec, dot + 1);
+            int dflt = 1;
+            if (i < 0 || at_default(v, i, &dflt) != RB_OK)
+                return rb_errf(err, errlen, RB_ENOMEM, "out of memory");
+            if (dflt) continue;
+            const size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, "%s%s", n ? ", " : "",
+                     groups[g].keys[k]);
+            n++;
+        }
+        _Static_assert(sizeof c->notes / sizeof *c->notes >= sizeof groups / sizeof *groups,
+                       "a note for every group");
+        if (n)
+            snprintf(c->notes[c->n_notes++], sizeof c->notes[0],
+                     "note: %s %s set but this study does not use %s (%s)", names,
+                     n > 1 ? "are" : "is", n > 1 ? "them" : "it", groups[g].why);
+    }
+    return RB_OK;
+}
+
 static int open_config(const char *path, const char *shown, FILE **out, char *err,
                        size_t errlen)
 {
@@ -1057,6 +1168,7 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
     }
     cfg->text = render_text(ctx.val);
     if (!cfg->text) rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
+    else rc = unused_notes(cfg, ctx.val, err, errlen);
 cleanup:
     for (int i = 0; i < RB_NKEYS; i++) free(ctx.val[i]);
     if (rc) rb_config_free(cfg);

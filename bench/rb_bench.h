@@ -77,6 +77,12 @@ typedef struct {
     char file_path[4096];
     /* the resolved configuration as INI text (every key, final values) */
     char *text;
+    /* keys set to something other than their default that this study never reads
+     * (a method, dataset, mode or metrics switch that would read them is not on): one
+     * line per group, for the command to show; not an error, so that one study file can
+     * serve runs of a subset (--set scaling.methods=pi) */
+    int n_notes;
+    char notes[16][320];
 } rb_config;
 
 /* rb_config_load: start from the defaults (which are the default study), read

@@ -1282,6 +1282,8 @@ int rb_cmd_run(int argc, char **argv)
     }
     have_cfg = 1;
     r.cfg = &cfg;
+    for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
+        fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
     if (r.dump) {
         for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
             if (!cfg.modes[mode]) continue;

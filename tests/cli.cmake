@@ -53,6 +53,21 @@ file(WRITE ${RB_WORK}/comments.ini "[model] ; the model\nhead_dim = 64\n[study];
 rb_add_test(NAME cli_comments COMMAND ${R} -c ${RB_WORK}/comments.ini --set study.datasets=gaussian)
 set_tests_properties(cli_comments PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 64\n.*path = /data/run #2.h5\n")
+# a key set away from its default that nothing in the study reads is named in a note
+# (one line per group, the run goes on); the same keys with their reader on, or the
+# default study, give none
+rb_add_test(NAME cli_unused_note COMMAND ${R} --set scaling.methods=none,pi
+  --set scaling.short_factor=1,2 --set scaling.beta_fast=64 --set study.datasets=gaussian
+  --set needle.strength=2)
+set_tests_properties(cli_unused_note PROPERTIES LABELS "cli" PASS_REGULAR_EXPRESSION
+  "ropebench: note: scaling.beta_fast is set but this study does not use it \\(yarn is not in scaling.methods\\)\nropebench: note: scaling.short_factor is set but this study does not use it \\(longrope is not in scaling.methods\\)\nropebench: note: needle.strength is set but this study does not use it \\(needle is not in study.datasets\\)\n")
+rb_add_test(NAME cli_unused_note_none COMMAND ${R} -c ${RB_WORK}/long_lines.ini
+  --set scaling.methods=longrope,yarn --set scaling.beta_fast=64 --set needle.strength=2)
+set_tests_properties(cli_unused_note_none PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
+  PASS_REGULAR_EXPRESSION "short_factor = 1.0,")
+rb_add_test(NAME cli_unused_note_default COMMAND ${R})
+set_tests_properties(cli_unused_note_default PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
+  PASS_REGULAR_EXPRESSION "# ropebench resolved study")
 rb_cli_error(long_option_value 2 "run: option --resume takes no value \\('--resume=x'\\)" ${RB_EXE} run --resume=x)
 rb_cli_error(long_value_then_cluster 2 "run: option --quiet takes no value \\('--quiet=1'\\)" ${RB_EXE} run --quiet=1 -q)
 rb_cli_error(long_prefix_value 2 "bench: option --quick takes no value \\('--qu=1'\\)" ${RB_EXE} bench --qu=1)
