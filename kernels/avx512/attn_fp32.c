@@ -228,38 +228,50 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
     b->cold_k = b->cold_v = 0;
 }
 
-/* kblock_inplace: a whole block (BC keys from c0, d a multiple of 16, so dp = d) whose
+/* kblock_inplace: a block of cnt keys from c0 (d a multiple of 16, so dp = d) whose
  * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
  * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
  * the K transposes and their stores, which for the few rows that see a late probe
  * block cost more than qk_lane's horizontal sums. bf16: the K rows are copied into kr
  * (BC * d floats) rounded to bf16 (qk_lane reads each of them once per row); V rows
  * read in place are marked b->vrnd, so that PV rounds them as it loads them (once per
- * row group), and V rows copied are rounded in the copy. One pf_step per 16 rows
- * copied (key rows with bf16, v rows when not aligned). */
-static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, int bf16,
-                           rb_pf *pf, float *kr, float *vt, rb_kblock *b)
+ * row group), and V rows copied are rounded in the copy. A block of fewer than BC keys
+ * (a call's last) has its K and V rows copied into kr and vt, zero past cnt, so that
+ * its scores come from qk_lane too: a pair's score then has the same bits whatever
+ * block of whatever call it falls in, and probe rows split over ranks (and over a
+ * rank's own and balanced-in keys) agree with one rank to the merges' rounding (a
+ * packed tail used to score the needles at the end of a shard ~2 ulps apart). One
+ * pf_step per 16 rows copied (key rows with bf16 or a short block, v rows when not
+ * aligned or a short block). */
+static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, int d,
+                           int bf16, rb_pf *pf, float *kr, float *vt, rb_kblock *b)
 {
+    const int whole = cnt == BC;
     b->kt = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
     b->vrnd = 0;
-    b->cold_k = !bf16;
+    b->cold_k = !bf16 && whole;
     b->cold_v = 0;
-    if (bf16) {
+    if (bf16 || !whole) {
         for (int c = 0; c < BC; c++) {
             if (c % 16 == 0)
                 pf_step(pf);
-            for (int j = 0; j < d; j += 16)
-                _mm512_store_ps(kr + (size_t)c * (size_t)d + j,
-                                bf16_round(_mm512_loadu_ps(b->kr + (size_t)c * (size_t)d + j)));
+            for (int j = 0; j < d; j += 16) {
+                __m512 x = _mm512_setzero_ps();
+                if (c < cnt) {
+                    x = _mm512_loadu_ps(b->kr + (size_t)c * (size_t)d + j);
+                    x = bf16 ? bf16_round(x) : x;
+                }
+                _mm512_store_ps(kr + (size_t)c * (size_t)d + j, x);
+            }
         }
         b->kr = kr;
     }
     if (!v)
         return;
     const float *vs = v + (size_t)c0 * (size_t)d;
-    if ((uintptr_t)v % 64 == 0) {
+    if ((uintptr_t)v % 64 == 0 && whole) {
         b->vt = vs;
         b->vrnd = bf16;
         b->cold_v = 1;
@@ -269,8 +281,12 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int d, in
         if (c % 16 == 0)
             pf_step(pf);
         for (int j = 0; j < d; j += 16) {
-            const __m512 x = _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j);
-            _mm512_store_ps(vt + (size_t)c * (size_t)d + j, bf16 ? bf16_round(x) : x);
+            __m512 x = _mm512_setzero_ps();
+            if (c < cnt) {
+                x = _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j);
+                x = bf16 ? bf16_round(x) : x;
+            }
+            _mm512_store_ps(vt + (size_t)c * (size_t)d + j, x);
         }
     }
     b->vt = vt;
@@ -949,7 +965,8 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
  * harness, alternating runs. */
 static int block_inplace_ok(int d, int cnt)
 {
-    return d % 16 == 0 && cnt == BC;
+    (void)cnt; /* a short block is copied, still scored by qk_lane (kblock_inplace) */
+    return d % 16 == 0;
 }
 
 /* ko_ds_offset: where a thread's double state starts in its key-outer scratch (after
@@ -1091,8 +1108,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                  * read in place, and per 16 keys of each PV pass */
                 const int64_t steps =
                     (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
-                    (c->v && !(inplace && v_inplace) ? BC / 16 : 0) +
-                    (inplace && c->bf16 ? BC / 16 : 0) +
+                    (c->v && !(inplace && v_inplace && cnt == BC) ? BC / 16 : 0) +
+                    (inplace && (c->bf16 || cnt < BC) ? BC / 16 : 0) +
                     block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace);
                 consumed += b < nwhole ? blines : 0;
                 /* the key positions of the next KO_AHEAD blocks into L2 as well (8
@@ -1108,7 +1125,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                 pf_sched_block(&pf, jj, consumed, nr * cnt * (c->d / 16) / KO_KAPPA,
                                KO_AHEAD * blines, steps);
                 if (inplace)
-                    kblock_inplace(c->k, c->v, c0, c->d, c->bf16, &pf, kt, vt, &blk);
+                    kblock_inplace(c->k, c->v, c0, cnt, c->d, c->bf16, &pf, kt, vt, &blk);
                 else
                     rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
                                    &blk);
