@@ -203,6 +203,8 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
 
     int *sk = cnt, *rk = cnt + n, *sd = cnt + 2 * n, *rd = cnt + 3 * n;
     int *sf = cnt + 4 * n, *rf = cnt + 5 * n, *sfd = cnt + 6 * n, *rfd = cnt + 7 * n;
+    /* whole runs of RB_PROBE_BALANCE_QUANTUM keys: a run is handed on while that
+     * brings the running cost nearer the target (cursor j is committed per run) */
     int64_t cur = 0, j = 0;
     double run = 0.0, target = 0.0;
     for (size_t r = 0; r < n; r++) {
@@ -210,11 +212,17 @@ static int probe_balance(MPI_Comm comm, int rank, int nranks, const int64_t *q_p
         target += give[r];
         const int64_t from = cur;
         while (cur < nk) {
-            const double c = key_cost(qs, nq, k_pos[cur], &j);
+            const int64_t e = nk - cur < RB_PROBE_BALANCE_QUANTUM ? nk
+                                                                 : cur + RB_PROBE_BALANCE_QUANTUM;
+            int64_t jj = j;
+            double c = 0.0;
+            for (int64_t i = cur; i < e; i++)
+                c += key_cost(qs, nq, k_pos[i], &jj);
             if (!(run + 0.5 * c < target))
                 break;
             run += c;
-            cur++;
+            cur = e;
+            j = jj;
         }
         sk[r] = (int)(cur - from);
     }

@@ -104,7 +104,8 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
  * more than
  * RB_PROBE_BALANCE_TOL, ranks above the mean hand their lowest-position keys (k, v
  * and positions) to ranks below it (rb_probe_balance_plan), and each rank computes
- * its remaining keys and the ones it took. Only the summation order changes. It is
+ * its remaining keys and the ones it took (in runs of RB_PROBE_BALANCE_QUANTUM keys).
+ * Only the summation order changes. It is
  * skipped when nq = 0, when a rank's k_pos are not ascending, when a count would
  * overflow an MPI int, when some ranks with keys pass v and others NULL, when memory
  * runs out, or with ROPEBENCH_PROBE_BALANCE=0 on any rank; t->keys_sent and
@@ -124,9 +125,16 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
  * `from` is not above the mean. Returns the number of nonzero entries. Pure. */
 int rb_probe_balance_plan(const double *cost, int n, double tol, int from, double *give);
 
-/* Cost model and threshold of the probe balance (rb_probe_attention). */
+/* Cost model and threshold of the probe balance (rb_probe_attention). Keys move in
+ * runs of RB_PROBE_BALANCE_QUANTUM from the start of a rank's keys (the last run may
+ * end at its last key): 64 is the key block of the fast kernels, so a shard whose
+ * length is a multiple of 64 keeps the blocks of the one-rank run, and with them each
+ * block's maximum, hence the bits of each exp (cuts anywhere put the needles at the
+ * end of a shard into other blocks, and the 2-rank default study's needle row 1.1e-5
+ * nats from the 1-rank one). */
 #define RB_PROBE_KEY_COST 16
 #define RB_PROBE_BALANCE_TOL 0.02
+#define RB_PROBE_BALANCE_QUANTUM 64
 
 /* Create the MPI datatype of one row state (RB_STATE_STRIDE(d) doubles, contiguous)
  * and the commutative merge MPI_Op that applies rb_state_merge; free both with

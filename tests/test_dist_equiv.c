@@ -84,27 +84,35 @@ static void on_progress(int step, int nsteps, void *user)
     progress_steps = step;
 }
 
-/* Single-process reference on rank 0: every row of the causal attention over positions
- * 0..L-1 in one tile call. lse/ent [L], out [L][d]. */
+/* Single-process reference on rank 0: the rows of the causal attention over positions
+ * 0..L-1 in one tile call, every row (only == NULL) or the n_only rows at positions
+ * only[] (the others left as they are). lse/ent [L], out [L][d], by position. */
 static int reference(const rb_dataset *ds, int head, int64_t L, const double *inv_freq,
-                     double scale, double *lse, double *ent, double *out)
+                     double scale, const int64_t *only, int n_only, double *lse, double *ent,
+                     double *out)
 {
     int d = ds->head_dim, rc = RB_ENOMEM;
+    const int64_t nr = only ? n_only : L;
     int64_t *pos = malloc((size_t)L * sizeof *pos);
-    float *q = malloc((size_t)L * d * sizeof *q), *k = malloc((size_t)L * d * sizeof *k),
+    float *q = malloc((size_t)nr * d * sizeof *q), *k = malloc((size_t)L * d * sizeof *k),
           *v = malloc((size_t)L * d * sizeof *v);
-    double *st = malloc((size_t)L * RB_STATE_STRIDE(d) * sizeof *st);
+    double *st = malloc((size_t)nr * RB_STATE_STRIDE(d) * sizeof *st);
     if (!pos || !q || !k || !v || !st)
         goto cleanup;
     for (int64_t i = 0; i < L; i++)
         pos[i] = i;
-    if ((rc = make_rows(ds, RB_TENSOR_Q, head, pos, L, inv_freq, q)) ||
+    const int64_t *qpos = only ? only : pos;
+    if ((rc = make_rows(ds, RB_TENSOR_Q, head, qpos, nr, inv_freq, q)) ||
         (rc = make_rows(ds, RB_TENSOR_K, head, pos, L, inv_freq, k)) ||
         (rc = make_rows(ds, RB_TENSOR_V, head, pos, L, inv_freq, v)))
         goto cleanup;
-    rb_state_init(st, L, d);
-    rc = rb_attn_tile_ref(q, pos, L, k, v, pos, L, d, scale, st);
-    rb_state_finalize(st, L, d, lse, ent, out);
+    rb_state_init(st, nr, d);
+    rc = rb_attn_tile_ref(q, qpos, nr, k, v, pos, L, d, scale, st);
+    for (int64_t i = 0; i < nr; i++) {
+        const int64_t g = qpos[i];
+        rb_state_finalize(st + (size_t)i * RB_STATE_STRIDE(d), 1, d, &lse[g], &ent[g],
+                          &out[(size_t)g * d]);
+    }
 cleanup:
     free(pos);
     free(q);
@@ -114,10 +122,10 @@ cleanup:
     return rc;
 }
 
-/* One (layout, L, head, scale): full mode by ring attention, then probe mode with the
- * probe rows reduced on `root`. Counts cases on rank 0. */
+/* One (layout, L, head, scale): full mode by ring attention (when `full`), then probe
+ * mode with the probe rows reduced on `root`. Counts cases on rank 0. */
 static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int head,
-                     const double *inv_freq, double scale, int root)
+                     const double *inv_freq, double scale, int root, int full)
 {
     const int d = ds->head_dim;
     const char *ln = rb_shard_layout_name(s);
@@ -142,63 +150,68 @@ static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int hea
     int rc = make_rows(ds, RB_TENSOR_Q, head, pos, n, inv_freq, q);
     rc |= make_rows(ds, RB_TENSOR_K, head, pos, n, inv_freq, k);
     rc |= make_rows(ds, RB_TENSOR_V, head, pos, n, inv_freq, v);
-    if (rank == 0)
-        rc |= reference(ds, head, L, inv_freq, scale, rlse, rent, rout);
-
-    /* ---- full mode: ring ---- */
-    rb_timing tm;
-    progress_steps = progress_bad = 0;
-    int rrc = rb_ring_attention(MPI_COMM_WORLD, &ops, q, pos, n, k, v, pos, n, d, scale, st, &tm,
-                                on_progress, NULL, err, sizeof err);
-    if (rrc != RB_OK)
-        printf("FAIL ring layout %s ranks %d rank %d: rc %d: %s\n", ln, nranks, rank, rrc, err);
-    int local_ok = rrc == RB_OK && rc == RB_OK && !progress_bad && progress_steps == nranks &&
-                   tm.compute_s >= 0 && tm.comm_wait_s >= 0 && tm.merge_s >= 0 &&
-                   tm.total_s >= tm.compute_s;
-    if (rrc == RB_OK && !local_ok)
-        printf("FAIL ring layout %s ranks %d rank %d: progress (%d steps, bad %d) or timing "
-               "(compute %g wait %g merge %g total %g) wrong\n", ln, nranks, rank, progress_steps,
-               progress_bad, tm.compute_s, tm.comm_wait_s, tm.merge_s, tm.total_s);
-    for (int64_t i = 0; i < n; i++) {
-        double *row = mine + (size_t)i * rowlen;
-        rb_state_finalize(st + (size_t)i * sd, 1, d, &row[0], &row[1], &row[2]);
-        row[d + 2] = (double)pos[i];
-    }
-    MPI_Gather(mine, (int)(n * rowlen), MPI_DOUBLE, all, (int)(n * rowlen), MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    int all_ok = 0;
-    MPI_Reduce(&local_ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        int ok = all_ok;
-        unsigned char *seen = calloc((size_t)L, 1);
-        for (int64_t r = 0; r < L && all_ok; r++) {
-            const double *row = all + (size_t)r * rowlen;
-            int64_t g = (int64_t)row[d + 2];
-            if (g < 0 || g >= L || seen[g]) {
-                printf("FAIL ring layout %s ranks %d: gathered row %lld has position %lld\n", ln,
-                       nranks, (long long)r, (long long)g);
-                ok = 0;
-                break;
-            }
-            seen[g] = 1;
-            ok &= compare_row("ring", ln, L, head, scale, g, row[0], row[1], row + 2, rlse[g],
-                              rent[g], rout + (size_t)g * d, d);
-        }
-        free(seen);
-        if (ok)
-            n_pass++;
-        else
-            n_fail++;
-    }
-
-    /* ---- probe mode: position 0 (one visible key), small, middle, rank boundaries,
-     * last ---- */
+    /* probe rows: position 0 (one visible key), small, middle, rank boundaries, last */
     int64_t probes[16];
     int np = 0;
     const int64_t cand[] = {0, 1, 2, 5, L / 4, L / 2 - 1, L / 2, (2 * L) / 3, L - 2, L - 1,
                             L / nranks - 1, (L / nranks) % L, 17, 40, 63, L - 1};
     for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
         probes[np++] = cand[c]; /* duplicates on purpose: each is its own row */
+    if (rank == 0)
+        rc |= reference(ds, head, L, inv_freq, scale, full ? NULL : probes, np, rlse, rent,
+                        rout);
+
+    /* ---- full mode: ring ---- */
+    rb_timing tm;
+    int all_ok = 0, local_ok;
+    if (full) {
+        progress_steps = progress_bad = 0;
+        int rrc = rb_ring_attention(MPI_COMM_WORLD, &ops, q, pos, n, k, v, pos, n, d, scale,
+                                    st, &tm, on_progress, NULL, err, sizeof err);
+        if (rrc != RB_OK)
+            printf("FAIL ring layout %s ranks %d rank %d: rc %d: %s\n", ln, nranks, rank, rrc,
+                   err);
+        local_ok = rrc == RB_OK && rc == RB_OK && !progress_bad && progress_steps == nranks &&
+                   tm.compute_s >= 0 && tm.comm_wait_s >= 0 && tm.merge_s >= 0 &&
+                   tm.total_s >= tm.compute_s;
+        if (rrc == RB_OK && !local_ok)
+            printf("FAIL ring layout %s ranks %d rank %d: progress (%d steps, bad %d) or "
+                   "timing (compute %g wait %g merge %g total %g) wrong\n", ln, nranks, rank,
+                   progress_steps, progress_bad, tm.compute_s, tm.comm_wait_s, tm.merge_s,
+                   tm.total_s);
+        for (int64_t i = 0; i < n; i++) {
+            double *row = mine + (size_t)i * rowlen;
+            rb_state_finalize(st + (size_t)i * sd, 1, d, &row[0], &row[1], &row[2]);
+            row[d + 2] = (double)pos[i];
+        }
+        MPI_Gather(mine, (int)(n * rowlen), MPI_DOUBLE, all, (int)(n * rowlen), MPI_DOUBLE, 0,
+                   MPI_COMM_WORLD);
+        MPI_Reduce(&local_ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            int ok = all_ok;
+            unsigned char *seen = calloc((size_t)L, 1);
+            for (int64_t r = 0; r < L && all_ok; r++) {
+                const double *row = all + (size_t)r * rowlen;
+                int64_t g = (int64_t)row[d + 2];
+                if (g < 0 || g >= L || seen[g]) {
+                    printf("FAIL ring layout %s ranks %d: gathered row %lld has position "
+                           "%lld\n", ln, nranks, (long long)r, (long long)g);
+                    ok = 0;
+                    break;
+                }
+                seen[g] = 1;
+                ok &= compare_row("ring", ln, L, head, scale, g, row[0], row[1], row + 2,
+                                  rlse[g], rent[g], rout + (size_t)g * d, d);
+            }
+            free(seen);
+            if (ok)
+                n_pass++;
+            else
+                n_fail++;
+        }
+    }
+
+    /* ---- probe mode ---- */
     float *pq = malloc((size_t)np * d * sizeof *pq);
     double *pst = malloc((size_t)np * sd * sizeof *pst);
     int prc = make_rows(ds, RB_TENSOR_Q, head, probes, np, inv_freq, pq);
@@ -209,6 +222,13 @@ static void run_case(rb_shard_layout s, int64_t L, const rb_dataset *ds, int hea
     local_ok = qrc == RB_OK && prc == RB_OK && tm.total_s >= tm.compute_s && tm.merge_s >= 0 &&
                tm.comm_wait_s >= 0 && tm.keys_sent >= 0 && tm.keys_received >= 0 &&
                tm.keys_sent <= n;
+    /* keys move in whole runs from the start of a rank's keys (the last may end there) */
+    if (tm.keys_sent % RB_PROBE_BALANCE_QUANTUM != 0 && tm.keys_sent != n) {
+        printf("FAIL probe layout %s L %lld ranks %d rank %d: %lld keys sent of %lld, not whole "
+               "runs of %d\n", ln, (long long)L, nranks, rank, (long long)tm.keys_sent,
+               (long long)n, RB_PROBE_BALANCE_QUANTUM);
+        local_ok = 0;
+    }
     /* what the balance moved: every key sent is received once */
     long long mv[2] = {tm.keys_sent, tm.keys_received}, mvs[2] = {0, 0};
     MPI_Allreduce(mv, mvs, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -363,7 +383,7 @@ static void check_balance_edges(const rb_dataset *ds, const double *inv_freq)
     int rc = make_rows(ds, RB_TENSOR_K, 0, pos, L, inv_freq, k) |
              make_rows(ds, RB_TENSOR_V, 0, pos, L, inv_freq, v) |
              make_rows(ds, RB_TENSOR_Q, 0, probes, np, inv_freq, pq) |
-             reference(ds, 0, L, inv_freq, scale, rlse, rent, rout);
+             reference(ds, 0, L, inv_freq, scale, NULL, 0, rlse, rent, rout);
     const int64_t nk = rank == 0 ? L : 0;
     rb_timing tm;
     /* no probe rows */
@@ -435,7 +455,9 @@ int main(int argc, char **argv)
     ds.head_dim = d;
 
     const rb_shard_layout layouts[] = {RB_SHARD_CONTIGUOUS, RB_SHARD_ZIGZAG, RB_SHARD_STRIPED};
-    const int64_t lens[] = {96, 120};
+    /* 96 and 120 (ring and probe): shards shorter than a balance run
+     * (RB_PROBE_BALANCE_QUANTUM keys), so nothing moves; 3072 (probe only): runs move */
+    const int64_t lens[] = {96, 120, 3072};
     const int heads[] = {0, 3};
     const double scales[] = {1.0 / sqrt((double)d), 4.0 / sqrt((double)d)};
     /* pass 0 with the probe balance (rb_probe_attention moves keys from the ranks with
@@ -445,7 +467,7 @@ int main(int argc, char **argv)
         setenv("ROPEBENCH_PROBE_BALANCE", pass ? "0" : "1", 1);
         keys_moved = 0;
         for (int li = 0; li < 3; li++)
-            for (int Li = 0; Li < 2; Li++) {
+            for (int Li = 0; Li < 3; Li++) {
                 char err[256];
                 if (rb_shard_check(layouts[li], lens[Li], nranks, err, sizeof err) != RB_OK) {
                     if (rank == 0 && pass == 0)
@@ -455,7 +477,7 @@ int main(int argc, char **argv)
                 for (int hi = 0; hi < 2; hi++)
                     for (int si = 0; si < 2; si++)
                         run_case(layouts[li], lens[Li], &ds, heads[hi], inv_freq, scales[si],
-                                 (hi + si) % nranks == 0 ? 0 : nranks - 1);
+                                 (hi + si) % nranks == 0 ? 0 : nranks - 1, Li < 2);
             }
         if (rank == 0) {
             const int ok = pass == 0 ? (nranks == 1) == (keys_moved == 0) : keys_moved == 0;
