@@ -106,6 +106,28 @@ static char *trim(char *s)
     return s;
 }
 
+/* Whether value v can be written into a study file and read back as it is (the
+ * resolved study is stored as INI text, and the report's Regenerate runs it): no
+ * control character but the tab, and no ';' at its start or after a blank, where the
+ * reader would take it for a comment. 1 if so, else 0 with the reason in why[n]. */
+static int value_storable(const char *v, char *why, size_t n)
+{
+    for (const char *p = v; *p; p++) {
+        const unsigned char ch = (unsigned char)*p;
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            snprintf(why, n, "a control character (\\x%02x), which a study file cannot hold",
+                     ch);
+            return 0;
+        }
+        if (ch == ';' && (p == v || isspace((unsigned char)p[-1]))) {
+            snprintf(why, n, "';' %s, which a study file reads as the start of a comment",
+                     p == v ? "first" : "after a blank");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* One "key = value" of section sec at file line ln into the key table. */
 static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char *value,
                    long ln)
@@ -133,6 +155,37 @@ static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char 
  * '#', the rest of a line from a ';' that follows a blank, and anything after a
  * section's ']' that starts with ';' or '#' (as libinih read them); a UTF-8 byte order
  * mark and CR line ends are allowed. The first error, with its line, is the error. */
+/* One line of f (with its '\n', if any) into *buf (grown as needed, *cap its size, always
+ * terminated): its length; -1 at the end of the file, -2 for a line longer than max
+ * bytes (a file with no line ends, such as /proc/self/pagemap, would otherwise be read
+ * into memory whole), -3 if memory runs out. NUL bytes are kept (the caller checks). */
+static long read_line(FILE *f, char **buf, size_t *cap, size_t max)
+{
+    size_t len = 0;
+    int ch = EOF;
+    while ((ch = getc(f)) != EOF) {
+        if (len + 2 > *cap) {
+            if (len >= max)
+                return -2;
+            const size_t nc = *cap ? 2 * *cap : 256;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return -3;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[len++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (len == 0)
+        return -1;
+    (*buf)[len] = '\0';
+    return (long)len;
+}
+
+#define RB_CONFIG_LINE_MAX ((size_t)1 << 20)
+
 static int ini_read(rb_ini_ctx *c, FILE *f)
 {
     char *buf = NULL, sec[128] = "";
@@ -140,14 +193,28 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
     long ln = 0;
     int rc = RB_OK;
     for (;;) {
-        errno = 0; /* getline's -1 is an error, not the end, when it sets errno */
-        const ssize_t len = getline(&buf, &cap, f);
-        if (len < 0)
+        const long len = read_line(f, &buf, &cap, RB_CONFIG_LINE_MAX);
+        if (len == -1)
             break;
         ln++;
+        if (len < 0) {
+            rc = len == -2 ? rb_errf(c->err, c->errlen, RB_EINVAL,
+                                     "%s:%ld: a line longer than %zu KiB (not a study file?)",
+                                     c->file, ln, RB_CONFIG_LINE_MAX >> 10)
+                           : rb_errf(c->err, c->errlen, RB_ENOMEM, "%s: out of memory",
+                                     c->file);
+            goto cleanup;
+        }
         if ((size_t)len != strlen(buf)) {
             rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: NUL byte in the line",
                          c->file, ln);
+            goto cleanup;
+        }
+        const char *cr = strchr(buf, '\r');
+        if (cr && cr[1] != '\0' && cr[1] != '\n') {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL,
+                         "%s:%ld: a carriage return inside the line (CR line ends? the "
+                         "reader takes LF or CR LF)", c->file, ln);
             goto cleanup;
         }
         char *t = buf;
@@ -181,6 +248,11 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
                              ln, *name ? "too long" : "empty");
                 goto cleanup;
             }
+            if (!section_known(name)) {
+                rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: unknown section [%s]",
+                             c->file, ln, ESC(name));
+                goto cleanup;
+            }
             snprintf(sec, sizeof sec, "%s", name);
             continue;
         }
@@ -203,10 +275,16 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
                          "%s:%ld: key %s before any [section]", c->file, ln, ESC(name));
             goto cleanup;
         }
+        char why[128];
+        if (!value_storable(value, why, sizeof why)) {
+            rc = rb_errf(c->err, c->errlen, RB_EINVAL, "%s:%ld: %s.%s = '%s' has %s",
+                         c->file, ln, ESC(sec), ESC(name), ESC(value), why);
+            goto cleanup;
+        }
         if ((rc = ini_key(c, sec, name, value, ln)))
             goto cleanup;
     }
-    if (ferror(f) || errno) /* a failed read or allocation (ENOMEM), not the end */
+    if (ferror(f)) /* a failed read, not the end */
         rc = rb_errf(c->err, c->errlen, RB_EIO, "%s: cannot read config: %s", c->file,
                      strerror(errno ? errno : EIO));
 cleanup:
@@ -1140,7 +1218,15 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
             rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
             goto cleanup;
         }
-        rc = set_value(&ctx.val[i], trim(val));
+        char why[128];
+        const char *tv = trim(val);
+        if (!value_storable(tv, why, sizeof why)) {
+            rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: value '%s' has %s", ESC(sec),
+                         ESC(key), ESC(tv), why);
+            free(val);
+            goto cleanup;
+        }
+        rc = set_value(&ctx.val[i], tv);
         free(val);
         if (rc) goto cleanup;
         ctx.line[i] = -1;
