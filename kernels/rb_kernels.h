@@ -269,8 +269,9 @@ void rb_kernels_set_threads(int n);
  * over `threads` OpenMP threads (<= 0: all, i.e. rb_kernels_threads()). Each thread
  * runs independent FMA chains -- 12 zmm accumulators with AVX-512 when the CPU and OS
  * allow it, otherwise a plain-C loop the compiler vectorizes as far as it can -- for a
- * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s); a thread's rate is its
- * FLOP over its own elapsed time. No memory traffic; never fails. */
+ * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s) in 8 windows; a thread's
+ * rate is its best window's FLOP over that window's elapsed time (so a time slice lost
+ * to another process lowers one window, not the peak). No memory traffic; never fails. */
 double rb_peak_fma_gflops(int threads, double seconds);
 
 /* rb_tile_ceiling_gflops: fp32 GFLOP/s of the avx512 kernel's register tiles alone on
