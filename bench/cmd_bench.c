@@ -517,6 +517,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     time_t now = time(NULL);
     struct tm tmv;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+    char env[1024];
+    rb_cli_env_record(env, sizeof env);
     /* the new tables go to /bench.new first and replace /bench only once all of them
      * are written: removing /bench first would let HDF5 put the new columns over the
      * old ones' space, which the file on disk still points at until the next flush */

@@ -213,7 +213,13 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
 /* rb_cli_check_env: see rb_bench.h. */
 int rb_cli_check_env(char *err, size_t errlen)
 {
-    static const char *const vars[] = {"ROPEBENCH_HUGEPAGES", "ROPEBENCH_PROBE_BALANCE"};
+    const char *isa = getenv("ROPEBENCH_ISA");
+    for (const char *p = isa; p && *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != ',')
+            return rb_errf(err, errlen, RB_EINVAL, "ROPEBENCH_ISA='%s': not a kernel name "
+                           "(ref, blas, avx512, avx512_bf16)", RB_ESC(isa));
+    static const char *const vars[] = {"ROPEBENCH_HUGEPAGES", "ROPEBENCH_PROBE_BALANCE",
+                                       "ROPEBENCH_BF16_AMX"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)

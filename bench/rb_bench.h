@@ -197,11 +197,39 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
  * write). RB_OK, or an error "-o OUT: why". */
 int rb_cli_check_output(const char *out, char *err, size_t errlen);
 
-/* rb_cli_check_env: the on/off switches ROPEBENCH_HUGEPAGES and ROPEBENCH_PROBE_BALANCE
- * must be unset, empty, "0" or "1" (the code reads only "0" as off, so "off" or "no"
- * would silently leave the feature on); RB_EINVAL with one line naming the variable
- * and its value otherwise. */
+/* rb_cli_once: a single-valued option `opt` (its name, as the help spells it) of
+ * command `cmd` seen with `value`: stores value in *slot and returns 0 the first
+ * time; when *slot is set already prints one line ("CMD: OPT given twice ('a', then
+ * 'b')") and returns 1 (the second would silently win). */
+int rb_cli_once(const char *cmd, const char *opt, const char **slot, const char *value);
+
+/* rb_cli_check_name: a file or directory name given with option `opt` (-o, -c,
+ * --json, report's RESULTS) holds no control character: RB_OK, or RB_EINVAL with one
+ * line ("OPT 'NAME': a control character in the file name", the name escaped). The
+ * commands check their names first, so that no later message prints a newline from
+ * one. */
+int rb_cli_check_name(const char *opt, const char *name, char *err, size_t errlen);
+
+/* rb_cli_check_env: the on/off switches ROPEBENCH_HUGEPAGES, ROPEBENCH_PROBE_BALANCE
+ * and ROPEBENCH_BF16_AMX must be unset, empty, "0" or "1" (the code reads only "0" as
+ * off, so "off" or "no" would silently leave the feature on), and ROPEBENCH_ISA, when
+ * set, only letters, digits, '_' and ',' (so that every later message can show it as
+ * it is; the kernel dispatch judges the name); RB_EINVAL with one line naming the
+ * variable and its value otherwise. */
 int rb_cli_check_env(char *err, size_t errlen);
+
+/* rb_cli_thp_setting: the system's transparent huge page setting, the text of
+ * /sys/kernel/mm/transparent_hugepage/enabled (a static buffer), or NULL when it
+ * cannot be read (not Linux); for rb_kernels_hugepages. */
+const char *rb_cli_thp_setting(void);
+
+/* rb_cli_env_record: the environment variables that change what a run computes or how
+ * (ROPEBENCH_ISA, ROPEBENCH_HUGEPAGES, ROPEBENCH_PROBE_BALANCE, ROPEBENCH_BF16_AMX; not
+ * the test hooks) that are set and not empty, as "NAME=value" words separated by one
+ * blank (value escaped as rb_cli_esc does; the ones read are checked before any work
+ * to hold no blank), into buf (always terminated; "" when none). A results file keeps
+ * it so that a reader can rerun the same way (the report's Regenerate line sets them). */
+void rb_cli_env_record(char *buf, size_t len);
 
 /* rb_cli_parse_count: a decimal integer with an optional suffix K or k (x 1024), M
  * (x 1024^2) or G (x 1024^3), the whole of s (no spaces): 0 and *v, or -1 (errno

@@ -226,7 +226,10 @@ static void usage(FILE *f)
             "\n"
             "Every key is validated before any work; errors exit with status 2.\n"
             "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 forces a kernel;\n"
-            "ROPEBENCH_HUGEPAGES=0 keeps the large arrays off transparent huge pages.\n"
+            "ROPEBENCH_HUGEPAGES=0 keeps the large arrays off transparent huge pages;\n"
+            "ROPEBENCH_PROBE_BALANCE=0 leaves each rank its own probe keys (no balance);\n"
+            "ROPEBENCH_BF16_AMX=0 keeps the bf16 kernel off AMX tiles. The file records\n"
+            "those set (/provenance environment).\n"
             "See docs/config.md for the keys.\n");
 }
 
@@ -444,16 +447,20 @@ cleanup:
 static int write_timing(rb_run *r, const char *g, const rb_timing *t, double setup_s,
                         double generate_s, double metrics_s)
 {
-    enum { NT = 7 };
-    double mine[NT] = {setup_s, t->compute_s, t->comm_wait_s, t->merge_s, t->total_s,
-                       generate_s, metrics_s};
-    static const char *names[NT] = {"setup_s", "compute_s",  "comm_wait_s", "merge_s",
-                                    "total_s", "generate_s", "metrics_s"};
+    enum { NT = 9, NF = 7 }; /* the first NF seconds, then key counts (exact in double) */
+    double mine[NT] = {setup_s,    t->compute_s, t->comm_wait_s,
+                       t->merge_s, t->total_s,   generate_s,
+                       metrics_s,  (double)t->keys_sent, (double)t->keys_received};
+    static const char *names[NT] = {"setup_s",  "compute_s",  "comm_wait_s",
+                                    "merge_s",  "total_s",    "generate_s",
+                                    "metrics_s", "keys_sent", "keys_received"};
+    int64_t *icol = NULL;
     double *all = NULL, *col = NULL;
     int rc = RB_OK;
     all = malloc(sizeof(double) * NT * (size_t)r->nranks);
     col = malloc(sizeof(double) * (size_t)r->nranks);
-    if (!all || !col) {
+    icol = malloc(sizeof(int64_t) * (size_t)r->nranks);
+    if (!all || !col || !icol) {
         rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (timings)");
         goto cleanup;
     }
@@ -461,13 +468,20 @@ static int write_timing(rb_run *r, const char *g, const rb_timing *t, double set
     for (int k = 0; k < NT; k++) {
         char path[512];
         int64_t dims[1] = {r->nranks};
-        for (int i = 0; r->rank == 0 && i < r->nranks; i++) col[i] = all[i * NT + k];
+        for (int i = 0; r->rank == 0 && i < r->nranks; i++) {
+            col[i] = all[i * NT + k];
+            icol[i] = (int64_t)col[i];
+        }
         snprintf(path, sizeof path, "%s/timing/%s", g, names[k]);
-        TRY(rb_results_write_f64(r->res, path, 1, dims, col, 0, r->err, sizeof r->err));
+        if (k < NF)
+            TRY(rb_results_write_f64(r->res, path, 1, dims, col, 0, r->err, sizeof r->err));
+        else
+            TRY(rb_results_write_i64(r->res, path, 1, dims, icol, 0, r->err, sizeof r->err));
     }
 cleanup:
     free(all);
     free(col);
+    free(icol);
     return rc;
 }
 
@@ -629,6 +643,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             tsum.comm_wait_s += t.comm_wait_s;
             tsum.merge_s += t.merge_s;
             tsum.total_s += t.total_s;
+            tsum.keys_sent += t.keys_sent;
+            tsum.keys_received += t.keys_received;
             rb_state_finalize(state, nq, d, lse + (size_t)h * nq, ent + (size_t)h * nq, outd);
             if (outs)
                 for (size_t i = 0; i < (size_t)nq * row; i++)
@@ -822,7 +838,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     int have_topo = 0;
     char (*planned)[160] = NULL;
     char cmd[4096] = "", created[64] = "", mpiv[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    char cpu[128] = "", isa[256] = "", blas[256] = "";
+    char cpu[128] = "", isa[256] = "", blas[256] = "", env[1024] = "";
 
     /* rank 0's view, broadcast: attribute values must be identical everywhere */
     if (r->rank == 0) {
@@ -842,6 +858,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
                  r->ops.name, ci.avx2, ci.fma, ci.avx512f, ci.avx512bw, ci.avx512vl,
                  ci.avx512_bf16, ci.os_zmm);
         snprintf(blas, sizeof blas, "%s", openblas_get_config());
+        rb_cli_env_record(env, sizeof env);
     }
     bcast_str(cmd, sizeof cmd, r->comm);
     bcast_str(created, sizeof created, r->comm);
@@ -849,6 +866,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     bcast_str(cpu, sizeof cpu, r->comm);
     bcast_str(isa, sizeof isa, r->comm);
     bcast_str(blas, sizeof blas, r->comm);
+    bcast_str(env, sizeof env, r->comm);
 
     TRY(rb_topo_collect(r->comm, &topo, e, el));
     have_topo = 1;
@@ -1012,11 +1030,18 @@ static int note_resume(rb_run *r, int argc, char **argv)
     if (r->rank == 0) {
         run_stamp(cmd, sizeof cmd, when, sizeof when, argc, argv);
     }
+    char env[1024] = "";
+    if (r->rank == 0)
+        rb_cli_env_record(env, sizeof env);
     bcast_str(cmd, sizeof cmd, r->comm);
     bcast_str(when, sizeof when, r->comm);
+    bcast_str(env, sizeof env, r->comm);
     int rc = rb_results_attr_str(r->res, "/", "resumed_utc", when, r->err, sizeof r->err);
     if (rc == RB_OK)
         rc = rb_results_attr_str(r->res, "/", "resume_command_line", cmd, r->err,
+                                 sizeof r->err);
+    if (rc == RB_OK)
+        rc = rb_results_attr_str(r->res, "/", "resume_environment", env, r->err,
                                  sizeof r->err);
     if (rc == RB_OK && r->rank == 0 && !r->quiet)
         fprintf(stderr, "ropebench: resuming a study of %d cases in an existing file\n",

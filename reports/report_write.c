@@ -172,6 +172,28 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
     fprintf(o, "scripts/setup.sh && cmake --preset default && cmake --build build/default\n");
     if (kernel_ok)
         fprintf(o, "ROPEBENCH_ISA=%s ", kern);
+    /* the other switches the run had set (/provenance environment): known names with
+     * plain values only */
+    const char *env = attr_get(&f->prov, "environment");
+    for (const char *w = env; w && *w;) {
+        while (*w == ' ')
+            w++;
+        const size_t n = strcspn(w, " ");
+        char word[96];
+        if (n > 0 && n < sizeof word) {
+            snprintf(word, sizeof word, "%.*s", (int)n, w);
+            char *eq = strchr(word, '=');
+            if (eq) {
+                *eq = '\0';
+                if ((!strcmp(word, "ROPEBENCH_HUGEPAGES") ||
+                     !strcmp(word, "ROPEBENCH_PROBE_BALANCE") ||
+                     !strcmp(word, "ROPEBENCH_BF16_AMX")) &&
+                    plain_token(eq + 1))
+                    fprintf(o, "%s=%s ", word, eq + 1);
+            }
+        }
+        w += n;
+    }
     fprintf(o, "scripts/mpirun.sh %s build/default/ropebench run -c study.ini",
             digits_token(nr) ? nr : "N");
     if (digits_token(thr))
@@ -207,6 +229,11 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
                    "where it is).", in[0] == '/' ? "" : " (relative to where the run started)",
                 code, uncode);
     }
+    fprintf(o, " To compare the new %sresults.h5%s with this file (call it %sTHIS.h5%s): "
+               "%s/usr/bin/python3 tests/compare_results.py THIS.h5 results.h5%s (every row's "
+               "lse and entropy, 1e-6 relative) and %s/usr/bin/python3 tests/compare_metrics.py "
+               "THIS.h5 results.h5%s (every metric; docs/results-format.md, \"Comparing two "
+               "results files\").", code, uncode, code, uncode, code, uncode, code, uncode);
     fprintf(o, html ? "</p>\n" : "\n");
 }
 

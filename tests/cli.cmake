@@ -124,6 +124,7 @@ rb_cli_error(output_dangling_link_chain 2 "^ropebench: -o .*/dangling_chain.h5: 
 # the on/off environment switches take 0 or 1: "off" left huge pages on, silently
 rb_cli_error(env_hugepages_word 2 "^ropebench: bench: ROPEBENCH_HUGEPAGES=off: expected 0 \\(off\\) or 1" ${CMAKE_COMMAND} -E env ROPEBENCH_HUGEPAGES=off ${RB_EXE} bench --quick)
 rb_cli_error(env_probe_balance_2 2 "^ropebench: ROPEBENCH_PROBE_BALANCE=2: expected 0 \\(off\\) or 1" ${CMAKE_COMMAND} -E env ROPEBENCH_PROBE_BALANCE=2 ${R})
+rb_cli_error(env_bf16_amx 2 "^ropebench: ROPEBENCH_BF16_AMX=on: expected 0 \\(off\\) or 1" ${CMAKE_COMMAND} -E env ROPEBENCH_BF16_AMX=on ${R})
 rb_cli_error(spectral_amplitudes_unused 2 "^ropebench: spectral.amplitudes: given, but spectral.profile = low makes its own" ${R} --set spectral.amplitudes=1,2)
 rb_cli_error(missing_config 2 "nonexistent.ini: cannot open config: No such file" ${R} -c ${RB_WORK}/nonexistent.ini)
 rb_cli_error(unreadable_config 2 "cannot read config" ${R} -c ${RB_WORK})

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """compare_metrics.py — the metrics of two results files of the same study (e.g. 1 and 4
 ranks) must agree: analytic groups (phase/*, decay B, roformer_bound) within 1e-9 and
 data-driven ones within 1e-5, as |x - y| / max(|x|, |y|, 1). Nothing is left out: the
@@ -9,7 +9,9 @@ evaluated whole on one rank and reduced with MAX) must agree within 1e-9 of thei
 size, |x - y| / max(|x|, |y|), so that a wrong reduction of a mean (say, of per-rank
 means) cannot hide under the floor of 1. Also compared: rows/entropy_normalized.
 
-usage: compare_metrics.py A.h5 B.h5
+Every case must be in both files (one missing from either fails).
+
+usage: compare_metrics.py A.h5 B.h5     (exit 0: all agree; 1: a difference; 2: usage)
 """
 import sys
 
@@ -35,8 +37,15 @@ def datasets(g, prefix=""):
 
 
 def main():
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     passed = failed = 0
     with h5py.File(sys.argv[1], "r") as fa, h5py.File(sys.argv[2], "r") as fb:
+        # a case in B only is a difference too (B.h5 a larger study, or another one)
+        for name in sorted(set(fb["cases"]) - set(fa["cases"])):
+            print(f"FAIL {name}: missing in {sys.argv[1]}")
+            failed += 1
         for name in sorted(fa["cases"]):
             ca, cb = fa["cases"][name], fb["cases"].get(name)
             if cb is None:

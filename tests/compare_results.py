@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """compare_results.py — two results files must hold the same cases with the same rows:
 positions equal, lse and entropy within RTOL (default 1e-6) of |x - y| / max(|x|, |y|,
 FLOOR) (FLOOR default 0: plain relative error; 1 makes it absolute near 0), outputs
@@ -22,6 +22,9 @@ def rel_err(a, b, floor=0.0):
 
 
 def main():
+    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     ref_path, other_path = sys.argv[1], sys.argv[2]
     def opt(name, default):
         return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default

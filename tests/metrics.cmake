@@ -35,5 +35,22 @@ rb_add_test(NAME e2e_needle_1m_rows COMMAND ${RB_PYTHON}
 rb_add_test(NAME e2e_needle_1m_metrics COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/needle_1m_np1.h5
   ${RB_MW}/needle_1m_np2.h5)
-set_tests_properties(e2e_needle_1m_rows e2e_needle_1m_metrics PROPERTIES
+# the 2-rank file records what the balance moved (keys it did move) and the switches
+# set for the run (ROPEBENCH_HUGEPAGES=1 is the default behaviour, set explicitly)
+set_property(TEST e2e_needle_1m_np2 APPEND PROPERTY ENVIRONMENT ROPEBENCH_HUGEPAGES=1)
+rb_add_test(NAME e2e_needle_1m_keys COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/check_keys_moved.py ${RB_MW}/needle_1m_np2.h5 --moved
+  --env ROPEBENCH_HUGEPAGES=1)
+set_tests_properties(e2e_needle_1m_rows e2e_needle_1m_metrics e2e_needle_1m_keys PROPERTIES
   FIXTURES_REQUIRED "needle_1m_np1;needle_1m_np2")
+# the comparison scripts: a case in the second file only is a difference too; --help
+# prints the usage (it raised an IndexError)
+rb_add_test(NAME compare_metrics_extra_case COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/needle_1m_np1.h5 ${RB_MW}/small_np1.h5)
+set_tests_properties(compare_metrics_extra_case PROPERTIES
+  FIXTURES_REQUIRED "needle_1m_np1;small_np1"
+  PASS_REGULAR_EXPRESSION "FAIL none-L240-full-gaussian: missing in [^\n]*needle_1m_np1.h5\n")
+foreach(s compare_metrics compare_results)
+  rb_add_test(NAME ${s}_help COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${s}.py --help)
+  set_tests_properties(${s}_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ${s}.py")
+endforeach()

@@ -695,6 +695,9 @@ def main():
         with h5py.File(odd, "a") as f:
             f.attrs["git_describe"] = "x; rm -rf ~"
             f.attrs["kernel"] = "`id`"
+            # the run's switches: known names with plain values go into the command
+            f["provenance"].attrs["environment"] = \
+                "ROPEBENCH_PROBE_BALANCE=0 ROPEBENCH_HUGEPAGES=`id` EVIL_VAR=1 ROPEBENCH_BF16_AMX=0"
         out_odd = os.path.join(work, "out-odd")
         shutil.rmtree(out_odd, ignore_errors=True)
         rc, so, se = run(cmd, odd, out_odd)
@@ -703,7 +706,9 @@ def main():
             got = open(os.path.join(out_odd, doc)).read() if rc == 0 else ""
             regen = got.split(start)[-1].split(end)[0]
             if rc != 0 or "rm -rf" in regen or "id`" in regen or "ROPEBENCH_ISA=" in regen \
-                    or "does not name the commit" not in regen:
+                    or "does not name the commit" not in regen or "EVIL" in regen or \
+                    "ROPEBENCH_PROBE_BALANCE=0 ROPEBENCH_BF16_AMX=0 scripts/mpirun.sh" \
+                    not in regen:
                 fail("odd tokens, %s: rc %d, Regenerate section %r" % (doc, rc, regen[:600]))
         # a study of the `file` dataset: Regenerate names its input, which must be there
         # too; a study without it (the [file] section is always in the text) does not
