@@ -185,17 +185,20 @@ int rb_cmd_freqs(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    printf("# ropebench freqs: method %s, factor %g, head_dim %d, rotary_dim %d, base %g, "
-           "original_ctx %lld, seq_len %lld\n",
+    printf("# ropebench freqs: method %s, factor %.10g, head_dim %d, rotary_dim %d, base "
+           "%.10g, original_ctx %lld, seq_len %lld\n",
            rb_rope_method_name(cfg.methods[0]), cfg.factor, cfg.head_dim, cfg.rotary_dim,
            cfg.base, (long long)cfg.original_ctx, (long long)L);
     printf("# base_used %.10g, attention_factor %.10g", info.base_used, info.attention_factor);
     if (cfg.methods[0] == RB_ROPE_YARN)
-        printf(", correction range [%g, %g]", info.corr_low, info.corr_high);
-    printf("\n# %4s %22s %22s %16s\n", "pair", "inv_freq[rad/token]", "wavelength[tokens]",
+        printf(", correction range [%.10g, %.10g]", info.corr_low + 0.0,
+               info.corr_high + 0.0); /* + 0.0: ceil(-0.3) prints as 0, not -0 */
+    printf("\n# %4s %22s %22s %22s\n", "pair", "inv_freq[rad/token]", "wavelength[tokens]",
            "ratio_to_base");
+    /* every column with 16 significant digits: a ratio of 1e-12 (dynamic NTK far out)
+     * or 1e9 (a LongRoPE factor of 1e-9) keeps its digits */
     for (int j = 0; j < cfg.rotary_dim / 2; j++)
-        printf("%6d %22.15e %22.15e %16.10f\n", j, inv[j], 2 * M_PI / inv[j],
+        printf("%6d %22.15e %22.15e %22.15e\n", j, inv[j], 2 * M_PI / inv[j],
                inv[j] / base_inv[j]);
 cleanup:
     for (int i = 0; i < n_owned; i++) free(owned[i]);

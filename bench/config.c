@@ -1138,12 +1138,31 @@ static int unused_notes(rb_config *c, char **v, char *err, size_t errlen)
                      groups[g].keys[k]);
             n++;
         }
-        _Static_assert(sizeof c->notes / sizeof *c->notes >= sizeof groups / sizeof *groups,
-                       "a note for every group");
+        _Static_assert(sizeof c->notes / sizeof *c->notes >= sizeof groups / sizeof *groups + 1,
+                       "a note for every group, and the yarn range's");
         if (n)
             snprintf(c->notes[c->n_notes++], sizeof c->notes[0],
                      "note: %s %s set but this study does not use %s (%s)", names,
                      n > 1 ? "are" : "is", n > 1 ? "them" : "it", groups[g].why);
+    }
+    /* YaRN with original_ctx below 2*pi*beta_slow: the correction range comes out empty
+     * (high < low after Hugging Face's clamp), every pair keeps its base frequency and
+     * only the attention factor acts, which a study of YaRN rarely means */
+    if (has[RB_ROPE_YARN]) {
+        rb_rope_params p;
+        rb_rope_info info;
+        double inv[RB_MAX_LIST * 4];
+        char e2[256];
+        rb_config_rope_params(c, RB_ROPE_YARN, c->original_ctx, &p);
+        if (c->rotary_dim / 2 <= (int)(sizeof inv / sizeof *inv) &&
+            rb_rope_schedule(&p, inv, &info, e2, sizeof e2) == RB_OK &&
+            info.corr_high < info.corr_low)
+            snprintf(c->notes[c->n_notes++], sizeof c->notes[0],
+                     "note: yarn's correction range [%.6g, %.6g] is empty at original_ctx "
+                     "%lld with beta_slow %g (below 2*pi*beta_slow): no pair is "
+                     "interpolated, only the attention factor acts (as in Hugging Face)",
+                     info.corr_low + 0.0, info.corr_high + 0.0, (long long)c->original_ctx,
+                     c->beta_slow);
     }
     return RB_OK;
 }

@@ -57,8 +57,10 @@ static inline double round_int(double q)
  * (a multiple of 2^32, <= 32 significant bits) and lo (< 2^32); each product with
  * inv_freq (53 bits) is exact as a two-product. k = round(x / 2pi) is an
  * integer-valued double, and k*C1, k*C2 are exact two-products; k*C3 is rounded
- * (relative 2^-53 of a term ~2^-107 |x|). The nine terms are summed with Sum2, whose error is about
- * u|r| + (9u)^2 sum|t_i| ~ 2^-100 * 2|x|: below 1e-17 rad for |x| <= 2^40. */
+ * (relative 2^-53 of a term ~2^-107 |x|). The nine terms are summed with Sum2, whose
+ * error is about u|r| + (9u)^2 sum|t_i|: the final rounding of r, at most half an ulp of
+ * |r| <= pi (2.2e-16 rad), plus ~2^-100 * 2|x| (below 1e-17 rad for |x| <= 2^40).
+ * Measured against MPFR: at most 2.22e-16 rad. */
 double rb_rope_phase(int64_t pos, double inv_freq)
 {
     if (pos == 0)
