@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "avx512/rb_avx512.h"
 #include "rb_bench.h"
 #include "rb_build.h"
 #include "rb_results.h"
@@ -591,8 +590,9 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
-            (rc = rb_results_attr_str(res, "/bench.new", "hugepages", rb_kernels_hugepages(),
-                                      err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "hugepages",
+                                      rb_kernels_hugepages(rb_cli_thp_setting()), err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "environment", env, err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "ropebench_version", rb_version_string(),
                                       err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "created_utc", when, err, el)) ||
@@ -781,11 +781,13 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 fns[1] = o->kernels[kk].rope;
                 names[1] = o->kernels[kk].name;
             }
-        rb_cpu_info ci;
-        rb_cpu_detect(&ci);
-        if (!fns[1] && ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512dq && ci.os_zmm) {
-            fns[1] = rb_rope_apply_avx512; /* built always; paired once the tile lands */
-            names[1] = "avx512";
+        if (!fns[1]) { /* no measured kernel brings one: this CPU's fastest, if not ref */
+            const char *fn = NULL;
+            const rb_rope_apply_fn f = rb_kernels_rope_fast(&fn);
+            if (f != rb_rope_apply) {
+                fns[1] = f;
+                names[1] = fn;
+            }
         }
         k = rb_kernels_alloc((size_t)n_rope * d * sizeof *k);
         pos = malloc((size_t)n_rope * sizeof *pos);
@@ -1057,7 +1059,7 @@ int rb_cmd_bench(int argc, char **argv)
                    "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
-               RB_HUGE_MIN >> 20, rb_kernels_hugepages());
+               RB_HUGE_MIN >> 20, rb_kernels_hugepages(rb_cli_thp_setting()));
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread",
                pk.triad_bytes >> 20, pk.triad1);
         if (o.all_threads != 1)

@@ -229,6 +229,36 @@ int rb_cli_check_env(char *err, size_t errlen)
     return RB_OK;
 }
 
+/* rb_cli_thp_setting: see rb_bench.h. */
+const char *rb_cli_thp_setting(void)
+{
+    static char text[128];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return NULL;
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* rb_cli_env_record: see rb_bench.h. */
+void rb_cli_env_record(char *buf, size_t len)
+{
+    static const char *const vars[] = {"ROPEBENCH_ISA", "ROPEBENCH_HUGEPAGES",
+                                       "ROPEBENCH_PROBE_BALANCE", "ROPEBENCH_BF16_AMX"};
+    size_t o = 0;
+    if (len) buf[0] = '\0';
+    for (size_t i = 0; i < sizeof vars / sizeof *vars && o < len; i++) {
+        const char *v = getenv(vars[i]);
+        if (!v || !*v) continue;
+        char esc[256];
+        const int n = snprintf(buf + o, len - o, "%s%s=%s", o ? " " : "", vars[i],
+                               rb_cli_esc(esc, sizeof esc, v));
+        o += n > 0 ? (size_t)n : 0;
+    }
+}
+
 /* rb_cli_parse_count: see rb_bench.h. */
 int rb_cli_parse_count(const char *s, long long *v)
 {

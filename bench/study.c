@@ -892,7 +892,9 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_str(r->res, p, "build_type", RB_BUILD_TYPE, e, el));
     TRY(rb_results_attr_str(r->res, p, "kernel_isa", isa, e, el));
     TRY(rb_results_attr_str(r->res, p, "cpu_model", cpu, e, el));
-    TRY(rb_results_attr_str(r->res, p, "hugepages", rb_kernels_hugepages(), e, el));
+    TRY(rb_results_attr_str(r->res, p, "hugepages", rb_kernels_hugepages(rb_cli_thp_setting()),
+                            e, el));
+    TRY(rb_results_attr_str(r->res, p, "environment", env, e, el));
     TRY(rb_results_attr_str(r->res, p, "mpi_version", mpiv, e, el));
     TRY(rb_results_attr_str(r->res, p, "hdf5_version", rb_results_backend_version(), e,
                             el));

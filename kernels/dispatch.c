@@ -196,6 +196,23 @@ static const rb_kernel_variant variants[] = {
 };
 enum { N_VARIANTS = (int)(sizeof variants / sizeof variants[0]) };
 
+/* rb_kernels_rope_fast: see rb_kernels.h. */
+rb_rope_apply_fn rb_kernels_rope_fast(const char **name)
+{
+#ifdef RB_HAVE_AVX512_ROPE
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    if (cpu_avx512(&ci)) {
+        if (name)
+            *name = "avx512";
+        return rb_rope_apply_avx512;
+    }
+#endif
+    if (name)
+        *name = "ref";
+    return rb_rope_apply;
+}
+
 /* "a, b, c": names of the variants that are built and supported here. */
 static void list_available(const rb_cpu_info *ci, char *buf, size_t len)
 {
@@ -300,33 +317,17 @@ static int hugepages_wanted(void)
     return !(e && !strcmp(e, "0"));
 }
 
-/* thp_mode: the bracketed word of the system's THP setting ("always", "madvise",
- * "never"), or NULL when it cannot be read. */
-static const char *thp_mode(void)
+/* rb_kernels_hugepages: see rb_kernels.h. */
+const char *rb_kernels_hugepages(const char *setting)
 {
-#ifdef __linux__
     static const char *const modes[] = {"always", "madvise", "never"};
-    char buf[128] = {0};
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f)
-        return NULL;
-    const size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    for (int i = 0; i < 3; i++) {
+    const char *m = NULL;
+    for (int i = 0; i < 3 && setting && !m; i++) {
         char want[16];
         snprintf(want, sizeof want, "[%s]", modes[i]);
-        if (strstr(buf, want))
-            return modes[i];
+        if (strstr(setting, want))
+            m = modes[i];
     }
-#endif
-    return NULL;
-}
-
-/* rb_kernels_hugepages: see rb_kernels.h. */
-const char *rb_kernels_hugepages(void)
-{
-    const char *m = thp_mode();
     if (!m)
         return "unsupported";
     if (!strcmp(m, "never"))

@@ -200,6 +200,14 @@ typedef void (*rb_rope_apply_fn)(float *x, int64_t n_rows, size_t row_stride,
                                  int rotary_dim, rb_rope_layout layout,
                                  double attention_factor);
 
+/* rb_kernels_rope_fast: the fastest RoPE application variant this build and CPU can
+ * run (cpuid + xgetbv, as the kernel dispatch checks), its name in *name (name may be
+ * NULL): rb_rope_apply_avx512 as "avx512" where AVX-512 F/BW/VL/DQ are there and the OS
+ * saves ZMM state, else the reference rb_rope_apply as "ref". ROPEBENCH_ISA is not
+ * read (`ropebench bench` pairs the reference with it whatever tile kernels it
+ * measures). */
+rb_rope_apply_fn rb_kernels_rope_fast(const char **name);
+
 typedef struct {
     const char *name;        /* "ref", "blas", "avx512", "avx512_bf16" (recorded) */
     rb_attn_tile_fn tile;
@@ -247,12 +255,14 @@ void *rb_kernels_alloc(size_t bytes);
 #define RB_HUGE_MIN ((size_t)4 << 20)
 
 /* rb_kernels_hugepages: what rb_kernels_alloc does about huge pages, for the log and
- * the bench's header: a static string, "madvise" (asked for, and the system's
- * /sys/kernel/mm/transparent_hugepage/enabled allows it: "always" or "madvise"),
+ * the bench's header, given the system's setting: the text of
+ * /sys/kernel/mm/transparent_hugepage/enabled, whose bracketed word ("[always]",
+ * "[madvise]" or "[never]") is the mode in force (NULL or no such word: unknown; the
+ * caller reads the file, kernels/ reads none): a static string, "madvise" (asked for, and the system allows it: "always" or "madvise"),
  * "always" (the system gives them unasked: ROPEBENCH_HUGEPAGES=0 cannot turn them
  * off), "off (ROPEBENCH_HUGEPAGES=0)", "off (system: never)" or "unsupported" (not
- * Linux, or the setting unreadable). The environment is read on every call. */
-const char *rb_kernels_hugepages(void);
+ * Linux, or the setting unknown). The environment is read on every call. */
+const char *rb_kernels_hugepages(const char *setting);
 
 /* Threads the tile and RoPE kernels use (OpenMP): the requested count capped by
  * OMP_THREAD_LIMIT, i.e. what a parallel region gets (with OMP_DYNAMIC=true a region may
