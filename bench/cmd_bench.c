@@ -254,6 +254,11 @@ static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t 
             fprintf(stderr, "ropebench: bench: %s: more than %d values\n", opt, MAX_SHAPES);
             return -1;
         }
+        for (int i = 0; i < *n; i++)
+            if (out[i] == x) { /* the same rows twice would be measured twice */
+                fprintf(stderr, "ropebench: bench: %s: %lld listed twice\n", opt, x);
+                return -1;
+            }
         out[(*n)++] = x;
     }
     return 0;
@@ -855,7 +860,29 @@ int rb_cmd_bench(int argc, char **argv)
     optind = 1;
     opterr = 0;
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
+    /* the single-valued options: a second one would silently win */
+    const char *reps_arg = NULL, *warm_arg = NULL, *only_arg = NULL, *dims_arg = NULL,
+               *lens_arg = NULL;
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        const char **slot = opt == O_REPS   ? &reps_arg
+                            : opt == O_WARM ? &warm_arg
+                            : opt == O_KERN ? &kernels_arg
+                            : opt == O_THR  ? &threads_arg
+                            : opt == O_ONLY ? &only_arg
+                            : opt == O_DIMS ? &dims_arg
+                            : opt == O_LENS ? &lens_arg
+                                            : NULL;
+        const char *name = opt == O_REPS   ? "--reps"
+                           : opt == O_WARM ? "--warmup"
+                           : opt == O_KERN ? "--kernels"
+                           : opt == O_THR  ? "--threads"
+                           : opt == O_ONLY ? "--only"
+                           : opt == O_DIMS ? "--head-dims"
+                                           : "--lengths";
+        if (slot && rb_cli_once("bench", name, slot, optarg)) {
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
         switch (opt) {
         case O_QUICK: o.quick = 1; break;
         case O_JSON:
@@ -879,8 +906,8 @@ int rb_cmd_bench(int argc, char **argv)
             if (parse_count("--warmup", optarg, 1, &o.warmup)) { code = RB_EXIT_USAGE; goto cleanup; }
             warm_given = 1;
             break;
-        case O_KERN: kernels_arg = optarg; break;
-        case O_THR: threads_arg = optarg; break;
+        case O_KERN: /* kernels_arg, threads_arg: set above */
+        case O_THR: break;
         case O_ONLY:
             if (parse_only(optarg, &o)) { code = RB_EXIT_USAGE; goto cleanup; }
             break;
@@ -957,7 +984,9 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
-    if ((o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) ||
+    if ((o.out && rb_cli_check_name("-o", o.out, err, sizeof err) != RB_OK) ||
+        (o.json && rb_cli_check_name("--json", o.json, err, sizeof err) != RB_OK) ||
+        (o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) ||
         (o.json && bench_check_json(o.json, o.out, err, sizeof err) != RB_OK)) {
         fprintf(stderr, "ropebench: bench: %s\n", err); /* before anything is measured */
         code = RB_EXIT_USAGE;

@@ -68,15 +68,25 @@ int rb_cmd_freqs(int argc, char **argv)
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
+        /* single-valued: a second would silently win */
+        const char **slot = opt == 'm' ? &method : opt == O_SL ? &seq : opt == 'c' ? &cfg_path
+                                                                             : NULL;
+        if (slot && rb_cli_once("freqs",
+                                opt == 'm' ? "-m/--method" : opt == O_SL ? "--seq-len"
+                                                                         : "-c/--config",
+                                slot, optarg)) {
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
         switch (opt) {
-        case 'm': method = optarg; break;
+        case 'm': break; /* method, seq, cfg_path: set above */
         case 'f': key = "scaling.factor"; break;
         case O_HD: key = "model.head_dim"; break;
         case O_RD: key = "model.rotary_dim"; break;
         case O_BASE: key = "model.base"; break;
         case O_OC: key = "model.original_ctx"; break;
-        case O_SL: seq = optarg; break;
-        case 'c': cfg_path = optarg; break;
+        case O_SL: break;
+        case 'c': break;
         case 's': sets[n_sets++] = optarg; break;
         case 'h': freqs_usage(stdout); goto cleanup;
         case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
@@ -242,7 +252,8 @@ int rb_cmd_info(int argc, char **argv)
     int code = 0;
     /* the bf16 kernel is a choice of dtype too: shown as a bf16 study would get it */
     const char *dtype = isa && !strcmp(isa, "avx512_bf16") ? "bf16" : "fp32";
-    if (rb_kernels_select_dtype(isa, dtype, &ops, &why, err, sizeof err) == RB_OK)
+    if (rb_cli_check_env(err, sizeof err) == RB_OK &&
+        rb_kernels_select_dtype(isa, dtype, &ops, &why, err, sizeof err) == RB_OK)
         printf("%-22s %s (%s): %s\n", "kernel", ops.name, why ? why : "", ops.detail);
     else {
         printf("%-22s none: %s\n", "kernel", err);
@@ -316,6 +327,11 @@ int rb_cmd_report(int argc, char **argv)
     in = argv[optind];
     if (!*out) {
         fprintf(stderr, "ropebench: report: -o '': an empty directory name\n");
+        return RB_EXIT_USAGE;
+    }
+    if (rb_cli_check_name("report: RESULTS", in, err, sizeof err) != RB_OK ||
+        rb_cli_check_name("report: -o", out, err, sizeof err) != RB_OK) {
+        fprintf(stderr, "ropebench: %s\n", err);
         return RB_EXIT_USAGE;
     }
     int rc = rb_report_write(in, out, err, sizeof err);

@@ -286,6 +286,29 @@ int rb_cli_parse_count(const char *s, long long *v)
     return 0;
 }
 
+/* rb_cli_once: see rb_bench.h. */
+int rb_cli_once(const char *cmd, const char *opt, const char **slot, const char *value)
+{
+    if (*slot) {
+        fprintf(stderr, "ropebench: %s: %s given twice ('%.200s', then '%.200s')\n", cmd, opt,
+                RB_ESC(*slot), RB_ESC(value));
+        return 1;
+    }
+    *slot = value;
+    return 0;
+}
+
+/* rb_cli_check_name: see rb_bench.h. */
+int rb_cli_check_name(const char *opt, const char *name, char *err, size_t errlen)
+{
+    for (const char *p = name; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+            return rb_errf(err, errlen, RB_EINVAL,
+                           "%s '%s': a control character in the file name; use another "
+                           "name", opt, RB_ESC(name));
+    return RB_OK;
+}
+
 /* rb_cli_refusal: see rb_bench.h. */
 const char *rb_cli_refusal(int kind)
 {

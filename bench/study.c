@@ -1170,7 +1170,9 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
                              int resume, char *err, size_t errlen)
 {
     struct stat so;
-    int rc = rb_cli_check_output(out, err, errlen);
+    int rc = rb_cli_check_name("-o", out, err, errlen);
+    if (rc == RB_OK)
+        rc = rb_cli_check_output(out, err, errlen);
     if (rc != RB_OK || stat(out, &so) != 0)
         return rc; /* an error, or a new file */
     if (cfg_path && rb_cli_same_file(cfg_path, out))
@@ -1327,13 +1329,13 @@ int rb_cmd_run(int argc, char **argv)
             }
         }
     }
+    if (rc == RB_OK) rc = rb_cli_check_env(r.err, sizeof r.err);
     if (rc == RB_OK) {
         const char *why = NULL;
         rc = rb_kernels_select_dtype(getenv("ROPEBENCH_ISA"), cfg.dtype, &r.ops, &why, r.err,
                                      sizeof r.err);
         kernel_why = why;
     }
-    if (rc == RB_OK) rc = rb_cli_check_env(r.err, sizeof r.err);
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = RB_EXIT_USAGE;

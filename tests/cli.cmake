@@ -353,3 +353,27 @@ rb_cli_error(argument_newline 2 "^ropebench: run: unexpected argument 'extra\\\\
   ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run --dry-run -q "extra\narg")
 rb_cli_error(bench_kernel_newline 2 "^ropebench: bench: --kernels: unknown kernel 'ref\\\\nx'"
   ${RB_EXE} bench --kernels "ref\nx")
+
+# single-valued options of freqs and bench given twice: refused (the second would win);
+# a list that names a shape twice would measure the same rows twice
+rb_cli_error(freqs_method_twice 2 "^ropebench: freqs: -m/--method given twice \\('pi', then 'yarn'\\)$"
+  ${RB_EXE} freqs -m pi --method yarn)
+rb_cli_error(bench_reps_twice 2 "^ropebench: bench: --reps given twice \\('2', then '3'\\)$"
+  ${RB_EXE} bench --reps 2 --reps=3)
+rb_cli_error(bench_dims_repeat 2 "^ropebench: bench: --head-dims: 64 listed twice$"
+  ${RB_EXE} bench --head-dims 64,64)
+# file names and ROPEBENCH_ISA with a control character: refused first, shown escaped,
+# so that no later message breaks its line
+rb_cli_error(run_output_control 2 "^ropebench: -o '.*/a\\\\nb.h5': a control character in the file name"
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q -o "${RB_WORK}/a\nb.h5")
+rb_cli_error(report_input_control 2 "^ropebench: report: RESULTS '/no\\\\nfile.h5': a control character"
+  ${RB_EXE} report "/no\nfile.h5")
+rb_cli_error(bench_json_control 2 "^ropebench: bench: --json '/x\\\\ny': a control character"
+  ${RB_EXE} bench --json "/x\ny")
+rb_cli_error(info_isa_control 2 "^ropebench: info: ROPEBENCH_ISA='a\\\\nb': not a kernel name"
+  ${CMAKE_COMMAND} -E env "ROPEBENCH_ISA=a\nb" ${RB_EXE} info)
+# YaRN with original_ctx below 2*pi*beta_slow interpolates nothing: named in a note
+rb_add_test(NAME cli_yarn_empty_range_note COMMAND ${R} --set scaling.methods=yarn
+  --set model.original_ctx=4)
+set_tests_properties(cli_yarn_empty_range_note PROPERTIES LABELS "cli" PASS_REGULAR_EXPRESSION
+  "ropebench: note: yarn's correction range \\[0, -3\\] is empty at original_ctx 4 with beta_slow 1")
