@@ -305,9 +305,14 @@ int rb_cmd_report(int argc, char **argv)
             out = optarg;
             break;
         case 'h':
-            printf("usage: ropebench report RESULTS.h5 [-o DIR]\n\nRead a results file "
-                   "(only the file) and write DIR/report.md, DIR/report.html\n(self-contained) "
-                   "and the plots as SVG (gnuplot). DIR defaults to ./report.\n");
+            printf("usage: ropebench report RESULTS.h5 [-o DIR]\n"
+                   "       ropebench report A.h5 B.h5 [C.h5 ...] [-o DIR]\n\n"
+                   "Read a results file (only the file) and write DIR/report.md, "
+                   "DIR/report.html\n(self-contained) and the plots as SVG (gnuplot). "
+                   "With 2 to %d files, set them\nside by side instead, A the baseline: "
+                   "DIR/compare.md and DIR/compare.html\n(machines and runs, study "
+                   "differences, throughput and its ratio to A, results,\nbenchmark "
+                   "rows). DIR defaults to ./report.\n", RB_COMPARE_MAX);
             return 0;
         case 'V': printf("%s\n", rb_version_string()); return 0;
         case ':':
@@ -319,9 +324,10 @@ int rb_cmd_report(int argc, char **argv)
             return RB_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ropebench: report: expected one results file (ropebench report "
-                        "RESULTS.h5 [-o DIR])\n");
+    const int nin = argc - optind;
+    if (nin < 1 || nin > RB_COMPARE_MAX) {
+        fprintf(stderr, "ropebench: report: expected one results file, or 2 to %d to "
+                        "compare (ropebench report RESULTS.h5 [-o DIR])\n", RB_COMPARE_MAX);
         return RB_EXIT_USAGE;
     }
     in = argv[optind];
@@ -329,10 +335,24 @@ int rb_cmd_report(int argc, char **argv)
         fprintf(stderr, "ropebench: report: -o '': an empty directory name\n");
         return RB_EXIT_USAGE;
     }
-    if (rb_cli_check_name("report: RESULTS", in, err, sizeof err) != RB_OK ||
-        rb_cli_check_name("report: -o", out, err, sizeof err) != RB_OK) {
+    for (int i = optind; i < argc; i++)
+        if (rb_cli_check_name("report: RESULTS", argv[i], err, sizeof err) != RB_OK) {
+            fprintf(stderr, "ropebench: %s\n", err);
+            return RB_EXIT_USAGE;
+        }
+    if (rb_cli_check_name("report: -o", out, err, sizeof err) != RB_OK) {
         fprintf(stderr, "ropebench: %s\n", err);
         return RB_EXIT_USAGE;
+    }
+    if (nin > 1) {
+        const int rc = rb_report_compare((const char *const *)argv + optind, nin, out, err,
+                                         sizeof err);
+        if (rc != RB_OK) {
+            fprintf(stderr, "ropebench: %s\n", err);
+            return rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
+        }
+        printf("%s/compare.md\n%s/compare.html\n", out, out);
+        return 0;
     }
     int rc = rb_report_write(in, out, err, sizeof err);
     if (rc != RB_OK) {

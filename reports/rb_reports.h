@@ -1,5 +1,6 @@
 /* rb_reports.h — public interface of reports/: read a results file (HDF5, serial,
- * read-only) and write report.md + self-contained report.html with gnuplot SVG plots.
+ * read-only) and write report.md + self-contained report.html with gnuplot SVG plots,
+ * or set several files side by side (compare.md + compare.html).
  * Never calls MPI collectives, never recomputes attention. */
 #ifndef RB_REPORTS_H
 #define RB_REPORTS_H
@@ -20,6 +21,24 @@ extern "C" {
  * written). */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
                     size_t errlen);
+
+/* RB_COMPARE_MAX: the most results files one comparison takes (labelled A, B, ...). */
+#define RB_COMPARE_MAX 8
+
+/* rb_report_compare: read the n results files paths[0..n) (2 <= n <= RB_COMPARE_MAX)
+ * and write <outdir>/compare.md and a self-contained <outdir>/compare.html (outdir is
+ * created if missing) that set them side by side, file A (paths[0]) the baseline:
+ * machines and runs (CPU, host, ranks, threads, kernel, versions, switches, peaks), the
+ * keys whose stored configurations differ, throughput of the cases every file holds
+ * complete (GFLOP/s, % of each run's own peak, ratio to A), their mean entropy and the
+ * largest difference from A, where the files ran on two or more rank counts a model
+ * T(N) = a + b/N of each case's total time fitted over them (its efficiency and its
+ * prediction at 4x the largest N), the cases some file lacks, and the /bench rows every file
+ * has (fraction of its own peak, time over A's). Reads only the files. Errors: n out of
+ * range (RB_EINVAL), any file that rb_report_write would refuse (its error, naming
+ * it; nothing written), an output that cannot be written (RB_EIO naming it). */
+int rb_report_compare(const char *const *paths, int n, const char *outdir, char *err,
+                      size_t errlen);
 
 #ifdef __cplusplus
 }

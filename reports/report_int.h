@@ -241,6 +241,27 @@ void rp_write_metric_tables(FILE *o, const rp_file *f, int html);
  * benchmark with its % of the FMA peak (causal) or of the triad (probe, rope). */
 void rp_write_bench(FILE *o, const rp_file *f, int html);
 
+/* Throughput of a case from its attributes and timings: GFLOP/s over the slowest
+ * rank's compute time, K/V streaming GB/s for probe cases (K and V read once), and
+ * both as % of the peaks the run measured (sums over ranks). NaN where unknown. */
+typedef struct {
+    double compute_s, gflops, pct_peak, gbps, pct_triad;
+} rp_tput;
+void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t);
+
+/* Shared by the report and the comparison (report_write.c): an attribute's value by
+ * name (NULL if absent); mkdir -p of dir (RB_EIO naming it); OUTDIR/name opened for
+ * writing into *o, its path in path[plen] (RB_EIO naming it); close o, RB_EIO naming
+ * path if anything written to it failed. */
+const char *rp_attr_get(const rp_attrs *as, const char *name);
+int rp_make_dirs(const char *dir, char *err, size_t errlen);
+int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
+                char *err, size_t errlen);
+int rp_finish(FILE *o, const char *path, char *err, size_t errlen);
+/* rp_html_begin: a self-contained page's head (inline CSS) up to and with <h1>title</h1>
+ * (title is our own text, not escaped). */
+void rp_html_begin(FILE *o, const char *title);
+
 /* Label safe for gnuplot and the file system: [A-Za-z0-9 ._+=,-], others -> '_'. */
 void rp_safe_label(char *dst, size_t len, const char *src);
 

@@ -20,7 +20,7 @@ static void fmt_timing(char *b, size_t n, const rp_case *c, int j)
         snprintf(b, n, "%.4g / %.4g / %.4g", c->tmin[j], c->tmed[j], c->tmax[j]);
 }
 
-static const char *attr_get(const rp_attrs *as, const char *name)
+const char *rp_attr_get(const rp_attrs *as, const char *name)
 {
     for (size_t i = 0; i < as->n; i++)
         if (strcmp(as->v[i].name, name) == 0)
@@ -145,11 +145,11 @@ static int study_file_path(const char *cfg, char *out, size_t n)
  * the command. */
 static void write_regenerate(FILE *o, const rp_file *f, int html)
 {
-    if (!attr_get(&f->root, "config_text"))
+    if (!rp_attr_get(&f->root, "config_text"))
         return;
-    const char *git = attr_get(&f->root, "git_describe"), *nr = attr_get(&f->root, "nranks");
-    const char *kern = attr_get(&f->root, "kernel"), *dump = attr_get(&f->root, "dump_inputs");
-    const char *thr = attr_get(&f->root, "threads_per_rank");
+    const char *git = rp_attr_get(&f->root, "git_describe"), *nr = rp_attr_get(&f->root, "nranks");
+    const char *kern = rp_attr_get(&f->root, "kernel"), *dump = rp_attr_get(&f->root, "dump_inputs");
+    const char *thr = rp_attr_get(&f->root, "threads_per_rank");
     const int kernel_ok = plain_token(kern);
     char rev[128] = "";
     int dirty = 0;
@@ -174,7 +174,7 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
         fprintf(o, "ROPEBENCH_ISA=%s ", kern);
     /* the other switches the run had set (/provenance environment): known names with
      * plain values only */
-    const char *env = attr_get(&f->prov, "environment");
+    const char *env = rp_attr_get(&f->prov, "environment");
     for (const char *w = env; w && *w;) {
         while (*w == ' ')
             w++;
@@ -212,12 +212,12 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
                    "at %s is not exactly what ran.", git, rev);
     else if (!rev[0])
         fprintf(o, " The file does not name the commit that was built.");
-    if (attr_get(&f->root, "resumed_utc"))
+    if (rp_attr_get(&f->root, "resumed_utc"))
         fprintf(o, " This file was completed by %s--resume%s: the rank and thread counts "
                    "above are its first run's, and each case records its own.", code,
                 uncode);
     char in[4096];
-    if (study_file_path(attr_get(&f->root, "config_text"), in, sizeof in)) {
+    if (study_file_path(rp_attr_get(&f->root, "config_text"), in, sizeof in)) {
         fprintf(o, " The %sfile%s dataset reads q, k and v from ", code, uncode);
         if (html) {
             fprintf(o, "<code>");
@@ -296,8 +296,8 @@ static void write_case_summary(FILE *o, const rp_file *f, int html)
     free(names);
 }
 
-/* Caption of a plot (plain text, escaped by the caller). */
-static int finish(FILE *o, const char *path, char *err, size_t errlen)
+/* rp_finish: see report_int.h. */
+int rp_finish(FILE *o, const char *path, char *err, size_t errlen)
 {
     int bad = ferror(o);
     if (fclose(o) != 0 || bad)
@@ -305,10 +305,9 @@ static int finish(FILE *o, const char *path, char *err, size_t errlen)
     return RB_OK;
 }
 
-/* open_out: OUTDIR/name opened for writing into *o (its path in path[plen]), or the
- * error naming it. */
-static int open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
-                    char *err, size_t errlen)
+/* rp_open_out: see report_int.h. */
+int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
+                char *err, size_t errlen)
 {
     snprintf(path, plen, "%s/%s", outdir, name);
     *o = fopen(path, "w");
@@ -319,15 +318,8 @@ static int open_out(const char *outdir, const char *name, FILE **o, char *path, 
 
 /* ---- Markdown ---------------------------------------------------------------------- */
 
-/* rp_write_md: see report_int.h. */
-/* Throughput of a case from its attributes and timings: GFLOP/s over the slowest
- * rank's compute time, K/V streaming GB/s for probe cases (K and V read once), and
- * both as % of the peaks the run measured (sums over ranks). NaN where unknown. */
-typedef struct {
-    double compute_s, gflops, pct_peak, gbps, pct_triad;
-} rp_tput;
-
-static void case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
+/* rp_case_tput: see report_int.h. */
+void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
 {
     t->compute_s = c->tmax[RP_T_COMPUTE];
     t->gflops = t->pct_peak = t->gbps = t->pct_triad = NAN;
@@ -384,7 +376,7 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         if (!c->complete || c->problem)
             continue;
         rp_tput t;
-        case_tput(f, c, &t);
+        rp_case_tput(f, c, &t);
         const char *cells[3] = {c->name, c->kernel, c->dtype};
         fprintf(o, html ? "<tr>" : "|");
         for (int j = 0; j < 3; j++)
@@ -535,7 +527,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
 {
     char path[4200];
     FILE *o;
-    const int orc = open_out(outdir, "report.md", &o, path, sizeof path, err, errlen);
+    const int orc = rp_open_out(outdir, "report.md", &o, path, sizeof path, err, errlen);
     if (orc != RB_OK)
         return orc;
     fprintf(o, "# ropebench report\n\nResults file: ");
@@ -580,7 +572,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         }
         fprintf(o, ".\n");
     }
-    const char *cfg = attr_get(&f->root, "config_text");
+    const char *cfg = rp_attr_get(&f->root, "config_text");
     if (cfg) {
         const size_t best = ticks_run(cfg), fence = best < 3 ? 3 : best + 1;
         fprintf(o, "\n### Configuration (resolved)\n\n");
@@ -630,7 +622,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         rp_md_esc(o, cap);
         fprintf(o, "*\n\n");
     }
-    return finish(o, path, err, errlen);
+    return rp_finish(o, path, err, errlen);
 }
 
 /* ---- HTML -------------------------------------------------------------------------- */
@@ -645,17 +637,12 @@ static void html_row(FILE *o, const char *k, const char *v)
 }
 
 /* rp_write_html: see report_int.h. */
-int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
-                  const char *plot_note, char *err, size_t errlen)
+/* rp_html_begin: see report_int.h. */
+void rp_html_begin(FILE *o, const char *title)
 {
-    char path[4200], b[256];
-    FILE *o;
-    const int orc = open_out(outdir, "report.html", &o, path, sizeof path, err, errlen);
-    if (orc != RB_OK)
-        return orc;
     fprintf(o,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<title>ropebench report</title>\n<style>\n"
+            "<title>%s</title>\n<style>\n"
             "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;"
             "padding:0 1em;color:#222}\n"
             "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}\n"
@@ -667,7 +654,19 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
             "figure{margin:1.5em 0}\nfigcaption{font-size:0.9em;color:#444;"
             "max-width:820px}\n"
             "svg{max-width:100%%;height:auto}\n.warn{color:#a40}\n"
-            "</style>\n</head>\n<body>\n<h1>ropebench report</h1>\n<p>Results file: <code>");
+            "</style>\n</head>\n<body>\n<h1>%s</h1>\n", title, title);
+}
+
+int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
+                  const char *plot_note, char *err, size_t errlen)
+{
+    char path[4200], b[256];
+    FILE *o;
+    const int orc = rp_open_out(outdir, "report.html", &o, path, sizeof path, err, errlen);
+    if (orc != RB_OK)
+        return orc;
+    rp_html_begin(o, "ropebench report");
+    fprintf(o, "<p>Results file: <code>");
     rp_html_esc(o, f->path);
     fprintf(o, "</code>");
     write_case_summary(o, f, 1);
@@ -705,7 +704,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         }
         fprintf(o, ".</p>\n");
     }
-    const char *cfg = attr_get(&f->root, "config_text");
+    const char *cfg = rp_attr_get(&f->root, "config_text");
     if (cfg) {
         fprintf(o, "<h3>Configuration (resolved)</h3>\n<pre>");
         rp_html_esc(o, cfg);
@@ -750,13 +749,13 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         fprintf(o, "</figcaption>\n</figure>\n");
     }
     fprintf(o, "</body>\n</html>\n");
-    return finish(o, path, err, errlen);
+    return rp_finish(o, path, err, errlen);
 }
 
 /* ---- entry point ------------------------------------------------------------------- */
 
-/* mkdir -p */
-static int make_dirs(const char *dir, char *err, size_t errlen)
+/* rp_make_dirs: see report_int.h (mkdir -p). */
+int rp_make_dirs(const char *dir, char *err, size_t errlen)
 {
     char buf[4096];
     struct stat st;
@@ -788,19 +787,19 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
  * (nothing without config_text). */
 static int write_study_ini(const rp_file *f, const char *outdir, char *err, size_t errlen)
 {
-    const char *cfg = attr_get(&f->root, "config_text");
+    const char *cfg = rp_attr_get(&f->root, "config_text");
     if (!cfg)
         return RB_OK;
     char path[4200];
     FILE *o;
-    const int orc = open_out(outdir, "study.ini", &o, path, sizeof path, err, errlen);
+    const int orc = rp_open_out(outdir, "study.ini", &o, path, sizeof path, err, errlen);
     if (orc != RB_OK)
         return orc;
     fprintf(o, "%s: the resolved configuration of the run that wrote\n# ", RP_INI_MARK);
     for (const char *c = f->path; *c; c++) /* the name on one comment line */
         fputc(*c == '\n' || *c == '\r' ? '?' : *c, o);
     fprintf(o, "\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
-    return finish(o, path, err, errlen);
+    return rp_finish(o, path, err, errlen);
 }
 
 /* ini_is_ours: an existing study.ini at path begins with RP_INI_MARK (a report wrote
@@ -865,14 +864,14 @@ static int write_plots_list(const rp_plot *p, size_t np, const char *outdir, cha
 {
     char path[4200];
     FILE *o;
-    const int orc = open_out(outdir, RP_PLOTS_LIST, &o, path, sizeof path, err, errlen);
+    const int orc = rp_open_out(outdir, RP_PLOTS_LIST, &o, path, sizeof path, err, errlen);
     if (orc != RB_OK)
         return orc;
     fprintf(o, "%s (the next report here removes those it does not draw)\n", RP_PLOTS_MARK);
     for (size_t k = 0; k < np; k++)
         if (p[k].svg_name[0])
             fprintf(o, "%s\n", p[k].svg_name);
-    return finish(o, path, err, errlen);
+    return rp_finish(o, path, err, errlen);
 }
 
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
@@ -894,14 +893,14 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     rc = rp_file_read(results_path, &f, err, errlen);
     if (rc != RB_OK)
         return rc;
-    rc = make_dirs(outdir, err, errlen);
+    rc = rp_make_dirs(outdir, err, errlen);
     if (rc != RB_OK)
         goto cleanup;
     /* both documents (and study.ini, when the file stored its configuration) can be
      * created, checked before any plot is drawn, so that a report that cannot be
      * written leaves no plots behind */
     static const char *const outs[4] = {"report.md", "report.html", RP_PLOTS_LIST, "study.ini"};
-    for (int i = 0; i < (attr_get(&f.root, "config_text") ? 4 : 3) && rc == RB_OK; i++) {
+    for (int i = 0; i < (rp_attr_get(&f.root, "config_text") ? 4 : 3) && rc == RB_OK; i++) {
         char path[4200];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", outdir, outs[i]);

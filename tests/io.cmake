@@ -52,6 +52,12 @@ rb_add_test(NAME report_ropebench LABELS io
           --bench ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> --
           ${RB_IO_DIR}/report-ropebench $<TARGET_FILE:ropebench> report {in} -o {out})
 
+# Several files side by side (ropebench report A.h5 B.h5): every table against numbers
+# computed from the two files, and the refusals (tests/test_compare.py).
+rb_add_test(NAME report_compare LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_compare.py ${RB_IO_DIR}/compare
+          $<TARGET_FILE:ropebench>)
+
 # Outputs refused without being touched (bench -o into a foreign HDF5 or text file,
 # --resume on an empty file), a FIFO and a foreign-format file given to report, and the
 # file dataset with k all zero: one clear line each (tests/test_output_guard.py).

@@ -1,0 +1,555 @@
+/* report_compare.c — rb_report_compare: compare.md and a self-contained compare.html setting several results files side by side (machines, runs, study, throughput, results, a scaling model across rank counts, bench rows). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rb_kernels.h"
+#include "rb_reports.h"
+#include "report_int.h"
+
+/* A file's label in the tables: A, B, C, ... (RB_COMPARE_MAX files at most). */
+static void label(char *b, size_t n, size_t i) { snprintf(b, n, "%c", (char)('A' + i)); }
+
+/* Case i of file f by name (NULL if absent, incomplete or unreadable). */
+static const rp_case *find_case(const rp_file *f, const char *name)
+{
+    for (size_t i = 0; i < f->ncases; i++)
+        if (!strcmp(f->cases[i].name, name))
+            return f->cases[i].complete && !f->cases[i].problem ? &f->cases[i] : NULL;
+    return NULL;
+}
+
+static void heading(FILE *o, int html, const char *h)
+{
+    fprintf(o, html ? "<h2>%s</h2>\n" : "\n## %s\n\n", h);
+}
+
+/* A paragraph of our own text (no escaping needed). */
+static void para(FILE *o, int html, const char *text)
+{
+    fprintf(o, html ? "<p>%s</p>\n" : "%s\n\n", text);
+}
+
+/* The header of a per-file table: `first`, then for each file "<label> <what[j]>" for
+ * its nw columns, those with skip_a[j] left out for A (a ratio to itself); into cols
+ * (names holds the text). Returns the column count. */
+static int file_cols(const char **cols, char (*names)[48], size_t n, const char *first,
+                     const char *const *what, const int *skip_a, int nw)
+{
+    int nc = 0;
+    cols[nc++] = first;
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < nw; j++) {
+            if (i == 0 && skip_a[j])
+                continue;
+            snprintf(names[nc], sizeof names[0], "%c %s", (char)('A' + i), what[j]);
+            cols[nc] = names[nc];
+            nc++;
+        }
+    return nc;
+}
+
+/* Case k of file A, when every file holds it complete: 1 and cs[i] each file's; else 0. */
+static int common_case(const rp_file *fs, size_t n, size_t k, const rp_case **cs)
+{
+    cs[0] = find_case(&fs[0], fs[0].cases[k].name);
+    for (size_t i = 1; i < n && cs[0]; i++)
+        if (!(cs[i] = find_case(&fs[i], cs[0]->name)))
+            return 0;
+    return cs[0] != NULL;
+}
+
+/* The files and their runs: one row per property, one column per file. */
+static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    heading(o, html, "Files and runs");
+    const char *cols[1 + RB_COMPARE_MAX];
+    char labels[RB_COMPARE_MAX][8];
+    cols[0] = "";
+    for (size_t i = 0; i < n; i++) {
+        label(labels[i], sizeof labels[i], i);
+        cols[1 + i] = labels[i];
+    }
+    rp_table_head(o, html, cols, (int)n + 1);
+    static const struct {
+        const char *row, *attr;
+        int prov;
+    } props[] = {
+        {"results file", NULL, 0},
+        {"CPU", "cpu_model", 1},
+        {"host (rank 0)", "hostname", 1},
+        {"ranks", "nranks", 0},
+        {"threads per rank", "threads_per_rank", 0},
+        {"kernel", "kernel", 0},
+        {"dtype", "dtype", 0},
+        {"ropebench", "ropebench_version", 0},
+        {"git", "git_describe", 0},
+        {"compiler", "compiler", 1},
+        {"MPI", "mpi_version", 1},
+        {"huge pages", "hugepages", 1},
+        {"switches set", "environment", 1},
+        {"created (UTC)", "created_utc", 0},
+    };
+    for (size_t p = 0; p < sizeof props / sizeof *props; p++) {
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, props[p].row);
+        for (size_t i = 0; i < n; i++) {
+            const char *v = !props[p].attr ? fs[i].path
+                            : rp_attr_get(props[p].prov ? &fs[i].prov : &fs[i].root,
+                                          props[p].attr);
+            rp_cell_text(o, html, v ? v : "n/a");
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    static const char *const peaks[2] = {"FMA peak, GFLOP/s (sum over ranks)",
+                                         "triad, GB/s (sum over ranks)"};
+    for (int p = 0; p < 2; p++) {
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, peaks[p]);
+        for (size_t i = 0; i < n; i++)
+            rp_cell_num(o, html, p ? fs[i].triad_gbps : fs[i].peak_gflops, "%.1f");
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
+/* One "section.key = value" line of a stored study, or 0 (a header, comment or blank:
+ * *sec follows the headers). */
+static int study_line(const char *l, size_t len, char *sec, size_t seclen, char *key,
+                      size_t keylen, const char **val, size_t *vlen)
+{
+    if (len && l[0] == '[') {
+        const char *e = memchr(l, ']', len);
+        snprintf(sec, seclen, "%.*s", (int)(e ? e - l - 1 : 0), l + 1);
+        return 0;
+    }
+    const char *eq = NULL;
+    for (const char *c = l; c + 3 <= l + len && !eq; c++)
+        if (!strncmp(c, " = ", 3))
+            eq = c;
+    if (!len || l[0] == '#' || !eq)
+        return 0;
+    snprintf(key, keylen, "%s.%.*s", sec, (int)(eq - l), l);
+    *val = eq + 3;
+    *vlen = len - (size_t)(eq + 3 - l);
+    return 1;
+}
+
+/* value of key in a stored study text (into out, "" if absent); 1 if present */
+static int study_value(const char *text, const char *key, char *out, size_t n)
+{
+    char sec[64] = "", k[160];
+    out[0] = '\0';
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        const size_t len = e ? (size_t)(e - l) : strlen(l);
+        const char *v;
+        size_t vl;
+        if (study_line(l, len, sec, sizeof sec, k, sizeof k, &v, &vl) && !strcmp(k, key)) {
+            snprintf(out, n, "%.*s", (int)vl, v);
+            return 1;
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The studies: whether the stored configurations agree, and if not, the keys whose
+ * values differ (from file A's keys, then keys only the others have). study.threads
+ * and study.memory_limit_gib change how cases run, not their results: listed apart. */
+static void write_study(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    heading(o, html, "Study");
+    const char *ta = rp_attr_get(&fs[0].root, "config_text");
+    int differ = 0, missing = 0;
+    for (size_t i = 0; i < n; i++)
+        missing |= !rp_attr_get(&fs[i].root, "config_text");
+    if (missing) {
+        para(o, html, "Not every file stores its configuration (root attribute config_text), "
+                      "so the studies cannot be compared key by key.");
+        return;
+    }
+    /* every key of every file, once, in order of first appearance */
+    const char *cols[2 + RB_COMPARE_MAX];
+    char labels[RB_COMPARE_MAX][8];
+    cols[0] = "key";
+    for (size_t i = 0; i < n; i++) {
+        label(labels[i], sizeof labels[i], i);
+        cols[1 + i] = labels[i];
+    }
+    char seen[8192] = "\n";
+    for (size_t f = 0; f < n; f++) {
+        const char *text = rp_attr_get(&fs[f].root, "config_text");
+        char sec[64] = "", key[160];
+        for (const char *l = text, *next = NULL; l && *l; l = next) {
+            const char *e = strchr(l, '\n');
+            const size_t len = e ? (size_t)(e - l) : strlen(l);
+            const char *v;
+            size_t vl;
+            next = e ? e + 1 : NULL;
+            if (!study_line(l, len, sec, sizeof sec, key, sizeof key, &v, &vl))
+                continue;
+            char probe[170];
+            snprintf(probe, sizeof probe, "\n%s\n", key);
+            if (strstr(seen, probe))
+                continue;
+            if (strlen(seen) + strlen(key) + 2 < sizeof seen) {
+                strcat(seen, key);
+                strcat(seen, "\n");
+            }
+            char vals[RB_COMPARE_MAX][512];
+            int same = 1;
+            for (size_t i = 0; i < n; i++) {
+                if (!study_value(rp_attr_get(&fs[i].root, "config_text"), key, vals[i],
+                                 sizeof vals[i]))
+                    snprintf(vals[i], sizeof vals[i], "(absent)");
+                same &= !strcmp(vals[i], vals[0]);
+            }
+            if (same)
+                continue;
+            if (!differ++) {
+                para(o, html, "The stored configurations differ in these keys (study.threads "
+                              "and study.memory_limit_gib change how cases run, not what "
+                              "they compute):");
+                rp_table_head(o, html, cols, (int)n + 1);
+            }
+            fprintf(o, html ? "<tr>" : "|");
+            rp_cell_text(o, html, key);
+            for (size_t i = 0; i < n; i++)
+                rp_cell_text(o, html, vals[i]);
+            fprintf(o, html ? "</tr>\n" : "\n");
+        }
+    }
+    if (differ && html)
+        fprintf(o, "</table>\n");
+    if (!differ)
+        para(o, html, ta && *ta ? "Every file stores the same configuration (every key and "
+                                  "value)."
+                                : "Every file stores the same, empty, configuration.");
+}
+
+/* The cases that some file lacks (or holds incomplete): each once, named with the files
+ * that lack it; nothing when every file has every case. */
+static void write_missing(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    int any = 0;
+    for (size_t f = 0; f < n; f++)
+        for (size_t i = 0; i < fs[f].ncases; i++) {
+            const rp_case *c = &fs[f].cases[i];
+            char who[64] = "";
+            int lacking = 0;
+            for (size_t g = 0; g < n; g++) {
+                if (find_case(&fs[g], c->name))
+                    continue;
+                /* listed once: by the first file that has it */
+                char l[8];
+                label(l, sizeof l, g);
+                strcat(who, lacking++ ? ", " : "");
+                strcat(who, l);
+            }
+            int first = 1;
+            for (size_t g = 0; g < f; g++)
+                for (size_t j = 0; j < fs[g].ncases && first; j++)
+                    first = strcmp(fs[g].cases[j].name, c->name) != 0;
+            if (!lacking || !first)
+                continue;
+            if (!any++) {
+                heading(o, html, "Cases not in every file");
+                static const char *cols[2] = {"case", "missing or incomplete in"};
+                rp_table_head(o, html, cols, 2);
+            }
+            fprintf(o, html ? "<tr>" : "|");
+            rp_cell_text(o, html, c->name);
+            rp_cell_text(o, html, who);
+            fprintf(o, html ? "</tr>\n" : "\n");
+        }
+    if (any && html)
+        fprintf(o, "</table>\n");
+}
+
+/* Throughput of the cases complete in every file: GFLOP/s and % of each run's own FMA
+ * peak, and each file's GFLOP/s over A's. */
+static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    heading(o, html, "Throughput of the cases in every file");
+    para(o, html, "GFLOP/s over the slowest rank's compute time (4·d FLOP per visible "
+                  "(query, key) pair), as in each file's report; % of the FMA peak that run "
+                  "measured (sums over its ranks); ×A is a file's GFLOP/s over A's, so above "
+                  "1 is faster than A.");
+    static const char *const what[3] = {"GFLOP/s", "% of peak", "×A"};
+    static const int skip_a[3] = {0, 0, 1};
+    const char *cols[1 + 3 * RB_COMPARE_MAX];
+    char names[1 + 3 * RB_COMPARE_MAX][48];
+    rp_table_head(o, html, cols, file_cols(cols, names, n, "case", what, skip_a, 3));
+    size_t rows = 0;
+    for (size_t k = 0; k < fs[0].ncases; k++) {
+        const rp_case *cs[RB_COMPARE_MAX];
+        if (!common_case(fs, n, k, cs))
+            continue;
+        rows++;
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, cs[0]->name);
+        rp_tput ta;
+        rp_case_tput(&fs[0], cs[0], &ta);
+        for (size_t i = 0; i < n; i++) {
+            rp_tput t;
+            rp_case_tput(&fs[i], cs[i], &t);
+            rp_cell_num(o, html, t.gflops, "%.2f");
+            rp_cell_num(o, html, t.pct_peak, "%.1f");
+            if (i)
+                rp_cell_num(o, html, t.gflops / ta.gflops, "%.3f");
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+    if (!rows)
+        para(o, html, "No case is complete in every file.");
+}
+
+/* The results of the cases in every file: mean entropy and mean lse of the rows (over
+ * rows and heads) per file, and the largest difference from A. */
+static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    heading(o, html, "Results of the cases in every file");
+    para(o, html, "Means over each case's rows and heads (the same study on two machines, "
+                  "rank counts or kernels should agree to the kernels' bounds, 1e-5 relative "
+                  "for fp32; row by row and metric by metric: tests/compare_results.py and "
+                  "tests/compare_metrics.py, docs/results-format.md).");
+    static const char *const what[1] = {"mean entropy, nats"};
+    static const int skip_a[1] = {0};
+    const char *cols[3 + RB_COMPARE_MAX];
+    char names[1 + RB_COMPARE_MAX][48];
+    int nc = file_cols(cols, names, n, "case", what, skip_a, 1);
+    cols[nc++] = "largest Δ entropy from A (absolute)";
+    cols[nc++] = "largest Δ lse from A (absolute)";
+    rp_table_head(o, html, cols, nc);
+    for (size_t k = 0; k < fs[0].ncases; k++) {
+        const rp_case *cs[RB_COMPARE_MAX];
+        if (!common_case(fs, n, k, cs))
+            continue;
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, cs[0]->name);
+        double de = 0, dl = 0;
+        for (size_t i = 0; i < n; i++) {
+            rp_cell_num(o, html, cs[i]->mean_entropy, "%.9g");
+            const double e = fabs(cs[i]->mean_entropy - cs[0]->mean_entropy),
+                         l = fabs(cs[i]->mean_lse - cs[0]->mean_lse);
+            de = isnan(e) || e > de ? e : de;
+            dl = isnan(l) || l > dl ? l : dl;
+        }
+        rp_cell_num(o, html, de, "%.3g");
+        rp_cell_num(o, html, dl, "%.3g");
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
+/* Row r of a /bench table as its key "kernel dtype bench d L threads". */
+static void bench_key(char *b, size_t n, const rp_bench *bn, int64_t r)
+{
+    snprintf(b, n, "%s %s %s d=%.0f L=%.0f threads=%.0f", bn->kernel[r], bn->dtype[r],
+             bn->bench[r], bn->t.col[RP_BENCH_HEAD_DIM][r], bn->t.col[RP_BENCH_SEQ_LEN][r],
+             bn->t.col[RP_BENCH_THREADS][r]);
+}
+
+/* The /bench rows that every file has (same kernel, dtype, bench, shape and threads):
+ * each file's fraction of its own peak (FMA for causal rows, triad otherwise) and its
+ * median time over A's. Nothing unless every file has a /bench group. */
+static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fs[i].bench.t.n == 0)
+            return;
+    heading(o, html, "Benchmark rows in every file (ropebench bench)");
+    para(o, html, "Fraction of the peak each run measured (FMA for causal rows, triad for "
+                  "probe and RoPE rows: the figure that carries across machines), and the "
+                  "median time over A's (below 1 is faster than A).");
+    static const char *const what[2] = {"fraction of peak", "time / A's"};
+    static const int skip_a[2] = {0, 1};
+    const char *cols[1 + 2 * RB_COMPARE_MAX];
+    char names[1 + 2 * RB_COMPARE_MAX][48];
+    const int nc = file_cols(cols, names, n, "row", what, skip_a, 2);
+    rp_table_head(o, html, cols, nc);
+    const rp_bench *ba = &fs[0].bench;
+    for (int64_t r = 0; r < ba->t.n; r++) {
+        char key[256];
+        bench_key(key, sizeof key, ba, r);
+        int64_t at[RB_COMPARE_MAX];
+        int all = 1;
+        for (size_t i = 0; i < n && all; i++) {
+            at[i] = -1;
+            for (int64_t s = 0; s < fs[i].bench.t.n && at[i] < 0; s++) {
+                char k2[256];
+                bench_key(k2, sizeof k2, &fs[i].bench, s);
+                if (!strcmp(k2, key))
+                    at[i] = s;
+            }
+            all = at[i] >= 0;
+        }
+        if (!all)
+            continue;
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, key);
+        const double ma = ba->t.col[RP_BENCH_MEDIAN][r];
+        for (size_t i = 0; i < n; i++) {
+            rp_cell_num(o, html, fs[i].bench.t.col[RP_BENCH_FRACTION][at[i]], "%.3f");
+            if (i)
+                rp_cell_num(o, html, fs[i].bench.t.col[RP_BENCH_MEDIAN][at[i]] / ma, "%.3f");
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
+/* Scaling across rank counts, for the cases every file holds complete when the files'
+ * cases ran on at least two rank counts: each file's slowest-rank total time at its
+ * rank count N (the case's own timing length), the strong-scaling efficiency of the
+ * largest N against the smallest, and the model T(N) = a + b/N fitted by least squares
+ * over the files (exact for two rank counts), with its prediction at 4x the largest N.
+ * A model of these runs on this kind of machine: a is what does not shrink with more
+ * ranks (communication, imbalance, serial work); a cluster's network changes it. */
+static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    int heading_done = 0;
+    for (size_t k = 0; k < fs[0].ncases; k++) {
+        const rp_case *cs[RB_COMPARE_MAX];
+        int all = common_case(fs, n, k, cs);
+        for (size_t i = 0; i < n && all; i++)
+            all = cs[i]->timing_ranks > 0 && cs[i]->tmax[RP_T_TOTAL] > 0;
+        if (!all)
+            continue;
+        int64_t nmin = cs[0]->timing_ranks, nmax = nmin;
+        size_t imin = 0, imax = 0;
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (size_t i = 0; i < n; i++) {
+            const int64_t r = cs[i]->timing_ranks;
+            const double x = 1.0 / (double)r, y = cs[i]->tmax[RP_T_TOTAL];
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+            if (r < nmin || (r == nmin && y < cs[imin]->tmax[RP_T_TOTAL])) {
+                nmin = r;
+                imin = i;
+            }
+            if (r > nmax || (r == nmax && y < cs[imax]->tmax[RP_T_TOTAL])) {
+                nmax = r;
+                imax = i;
+            }
+        }
+        if (nmin == nmax)
+            continue;
+        /* least squares on x = 1/N, kept to a, b >= 0 (times do not fall below zero
+         * with more ranks; noisy runs can make a free fit say so) */
+        const double m = (double)n, var = sxx - sx * sx / m;
+        double b = (sxy - sx * sy / m) / var, a = (sy - b * sx) / m;
+        int bounded = 0;
+        if (a < 0) {
+            a = 0;
+            b = sxy / sxx;
+            bounded = 1;
+        }
+        if (b < 0) {
+            b = 0;
+            a = sy / m;
+            bounded = 1;
+        }
+        if (!heading_done++) {
+            heading(o, html, "Scaling across rank counts (a model)");
+            para(o, html,
+                 "Each case's total time (slowest rank, s) at each file's rank count N, the "
+                 "strong-scaling efficiency T(N_min)·N_min / (T(N_max)·N_max), and the model "
+                 "T(N) = a + b/N fitted to these files by least squares, with what it "
+                 "predicts at 4 × N_max (a and b held at 0 or above: a case where the free "
+                 "fit went below is marked). A model of these runs on this kind of machine "
+                 "only: a is what more ranks do not shrink (communication, imbalance, serial "
+                 "work), and a cluster's network and topology change it; the files should "
+                 "hold one study at one thread count per rank (see Files and runs).");
+            static const char *cols[] = {"case", "N: total s", "efficiency N_max vs N_min",
+                                         "a, s", "b, s", "predicted s at 4 × N_max"};
+            rp_table_head(o, html, cols, 6);
+        }
+        char runs[512] = "";
+        for (size_t i = 0; i < n; i++) {
+            const size_t len = strlen(runs);
+            snprintf(runs + len, sizeof runs - len, "%s%lld: %.4g", i ? ", " : "",
+                     (long long)cs[i]->timing_ranks, cs[i]->tmax[RP_T_TOTAL]);
+        }
+        const double eff = cs[imin]->tmax[RP_T_TOTAL] * (double)nmin /
+                           (cs[imax]->tmax[RP_T_TOTAL] * (double)nmax);
+        fprintf(o, html ? "<tr>" : "|");
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s%s", cs[0]->name, bounded ? " (fit held at a, b ≥ 0)" : "");
+        rp_cell_text(o, html, nm);
+        rp_cell_text(o, html, runs);
+        rp_cell_num(o, html, eff, "%.3f");
+        rp_cell_num(o, html, a, "%.4g");
+        rp_cell_num(o, html, b, "%.4g");
+        rp_cell_num(o, html, a + b / (4.0 * (double)nmax), "%.4g");
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (heading_done && html)
+        fprintf(o, "</table>\n");
+}
+
+static int write_doc(const rp_file *fs, size_t n, const char *outdir, int html, char *err,
+                     size_t errlen)
+{
+    char path[4200];
+    FILE *o;
+    int rc = rp_open_out(outdir, html ? "compare.html" : "compare.md", &o, path, sizeof path,
+                         err, errlen);
+    if (rc != RB_OK)
+        return rc;
+    if (html) {
+        rp_html_begin(o, "ropebench comparison");
+        fprintf(o, "<p>");
+    }
+    else
+        fprintf(o, "# ropebench comparison\n\n");
+    fprintf(o, "%zu results files, A to %c; A is the baseline of every ratio. Each file's "
+               "own report (ropebench report FILE) has its plots and metric tables.",
+            n, (char)('A' + n - 1));
+    fprintf(o, html ? "</p>\n" : "\n");
+    write_runs(o, fs, n, html);
+    write_study(o, fs, n, html);
+    write_tput_cmp(o, fs, n, html);
+    write_results_cmp(o, fs, n, html);
+    write_scaling(o, fs, n, html);
+    write_missing(o, fs, n, html);
+    write_bench_cmp(o, fs, n, html);
+    if (html)
+        fprintf(o, "</body>\n</html>\n");
+    return rp_finish(o, path, err, errlen);
+}
+
+/* rb_report_compare: see rb_reports.h. */
+int rb_report_compare(const char *const *paths, int n, const char *outdir, char *err,
+                      size_t errlen)
+{
+    rp_file fs[RB_COMPARE_MAX];
+    int nread = 0, rc = RB_OK;
+    if (n < 2 || n > RB_COMPARE_MAX)
+        return rb_errf(err, errlen, RB_EINVAL, "report: compare 2 to %d results files (got %d)",
+                       RB_COMPARE_MAX, n);
+    if (!outdir || !*outdir)
+        outdir = ".";
+    for (; nread < n && rc == RB_OK; nread++)
+        rc = rp_file_read(paths[nread], &fs[nread], err, errlen);
+    if (rc != RB_OK) {
+        nread--; /* the failed read left nothing to free */
+        goto cleanup;
+    }
+    if ((rc = rp_make_dirs(outdir, err, errlen)) == RB_OK &&
+        (rc = write_doc(fs, (size_t)n, outdir, 0, err, errlen)) == RB_OK)
+        rc = write_doc(fs, (size_t)n, outdir, 1, err, errlen);
+cleanup:
+    for (int i = 0; i < nread; i++)
+        rp_file_free(&fs[i]);
+    return rc;
+}

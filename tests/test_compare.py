@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""test_compare.py — `ropebench report A.h5 B.h5 -o DIR` (rb_report_compare) against
+numbers computed here from the two files: a synthetic file A (make_synthetic.py) and a
+copy B with one case's compute times halved (its GFLOP/s ×A must read 2.000), one
+case's entropies scaled by 1 + 1e-3 (the largest |Δ entropy| is that of the means), one
+case removed (listed as missing in B), another configuration key, a /bench row twice
+as slow, and a probe case on 4 ranks instead of 2 with 0.6 of A's time (the scaling
+model T = a + b/N through both points, its efficiency and prediction at 16 ranks). Then the refusals: a second file that is not a results file (one line naming
+it, exit 2, no compare.md), 9 files (more than the 8 compared at once).
+
+Error metric: the table cells as printed (%.2f, %.3f, %.3g, %.9g) against the value
+computed here, to the printed precision.
+
+usage: test_compare.py WORKDIR ROPEBENCH
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def table(md, heading):
+    """The first Markdown table after `heading`: header cells, then rows of cells."""
+    if heading not in md:
+        return None, []
+    lines = md.split(heading, 1)[1].splitlines()
+    rows = [l for l in lines if l.startswith("|")]
+    start = next((i for i, l in enumerate(lines) if l.startswith("|")), None)
+    if start is None:
+        return None, []
+    block = []
+    for l in lines[start:]:
+        if not l.startswith("|"):
+            break
+        block.append([c.strip() for c in l.strip().strip("|").split("|")])
+    del rows
+    return block[0], block[2:]
+
+
+def gflops(c):
+    return c.attrs["flops"] / c["timing/compute_s"][()].max() / 1e9
+
+
+def mean_entropy(c):
+    e = c["rows/entropy"][()]
+    return float(np.mean(e[np.isfinite(e)]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    work, exe = sys.argv[1], sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    a, b = os.path.join(work, "a.h5"), os.path.join(work, "b.h5")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_synthetic.py"), a], check=True,
+                   stdout=subprocess.DEVNULL)
+    shutil.copyfile(a, b)
+    fast, shifted, gone, scaled = ("pi-x4-L64-full-gaussian", "none-x1-L64-full-gaussian",
+                                   "none-x1-L1024-full-gaussian", "pi-x4-L128-probe-needle")
+    with h5py.File(b, "a") as f:
+        f.attrs["config_text"] = np.bytes_("[model]\nhead_dim = 32\n[study]\nheads = 2\n")
+        f.attrs["kernel"] = np.bytes_("avx512")
+        t = f["cases"][fast]["timing/compute_s"]
+        t[...] = t[()] / 2
+        e = f["cases"][shifted]["rows/entropy"]
+        e[...] = e[()] * (1 + 1e-3)
+        del f["cases"][gone]
+        m = f["bench/median_s"]
+        m[0] = m[0] * 2
+        # the probe case on 4 ranks in B, its total time 0.6 of A's: the scaling model
+        g = f["cases"][scaled]["timing"]
+        t_a = g["total_s"][()].max()
+        for name in list(g):
+            del g[name]
+            g[name] = np.full(4, 0.6 * t_a if name == "total_s" else 0.01)
+    out = os.path.join(work, "out")
+    p = subprocess.run([exe, "report", a, b, "-o", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"report A B: exit {p.returncode}: {p.stderr}")
+        return 1
+    md = open(os.path.join(out, "compare.md")).read()
+    html = open(os.path.join(out, "compare.html")).read()
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        # runs: each file's kernel and path
+        head, rows = table(md, "## Files and runs")
+        kern = [r for r in rows if r[0] == "kernel"]
+        if head != ["", "A", "B"] or not kern or kern[0][1:] != ["ref", "avx512"]:
+            fail(f"runs table: head {head}, kernel row {kern}")
+        # study: the keys that differ, with both values
+        head, rows = table(md, "## Study")
+        got = {r[0]: r[1:] for r in rows}
+        if got.get("model.head_dim") != ["16", "32"] or \
+                got.get("study.heads") != ["(absent)", "2"]:
+            fail(f"study table: {rows}")
+        # throughput: GFLOP/s of both files and B's ratio to A, for every common case
+        head, rows = table(md, "## Throughput of the cases in every file")
+        common = [n for n in fa["cases"] if n in fb["cases"]
+                  and fa["cases"][n].attrs.get("complete") == 1
+                  and "flops" in fa["cases"][n].attrs]
+        seen = {r[0]: r for r in rows}
+        for n in common:
+            r = seen.get(n)
+            ga, gb = gflops(fa["cases"][n]), gflops(fb["cases"][n])
+            if r is None:
+                fail(f"throughput: no row for {n}")
+                continue
+            want = [f"{ga:.2f}", f"{gb:.2f}", f"{gb / ga:.3f}"]
+            have = [r[head.index("A GFLOP/s")], r[head.index("B GFLOP/s")],
+                    r[head.index("B ×A")]]
+            if have != want:
+                fail(f"throughput {n}: {have}, want {want}")
+        if seen.get(fast, [None] * 9)[head.index("B ×A")] != "2.000":
+            fail(f"throughput: {fast} (compute halved in B) is not 2.000 times A")
+        if gone in seen:
+            fail(f"throughput: {gone} is missing in B but has a row")
+        # results: means per file and the largest difference from A
+        head, rows = table(md, "## Results of the cases in every file")
+        seen = {r[0]: r for r in rows}
+        ea, eb = mean_entropy(fa["cases"][shifted]), mean_entropy(fb["cases"][shifted])
+        r = seen.get(shifted)
+        if r is None or r[head.index("largest Δ entropy from A (absolute)")] != f"{abs(eb - ea):.3g}" \
+                or r[head.index("A mean entropy, nats")] != f"{ea:.9g}":
+            fail(f"results {shifted}: {r}, want A {ea:.9g}, |Δ| {abs(eb - ea):.3g}")
+        # scaling: only the case whose rank counts differ, T = a + b/N through both
+        head, rows = table(md, "## Scaling across rank counts (a model)")
+        ta = fa["cases"][scaled]["timing/total_s"][()].max()
+        tb = fb["cases"][scaled]["timing/total_s"][()].max()
+        b_, a_ = np.polyfit([1 / 2, 1 / 4], [ta, tb], 1)
+        want = [scaled, f"2: {ta:.4g}, 4: {tb:.4g}", f"{ta * 2 / (tb * 4):.3f}",
+                f"{a_:.4g}", f"{b_:.4g}", f"{a_ + b_ / 16:.4g}"]
+        if rows != [want]:
+            fail(f"scaling: {rows}, want [{want}]")
+        # the case B lacks
+        head, rows = table(md, "## Cases not in every file")
+        if [gone, "B"] not in rows:
+            fail(f"missing cases: {rows}, want [{gone}, B]")
+        # bench: row 0 twice as slow in B
+        head, rows = table(md, "## Benchmark rows in every file")
+        if not rows or rows[0][head.index("B time / A's")] != "2.000":
+            fail(f"bench rows: {rows[:2]}")
+    if "<script>" in html or "<table>" not in html or "ropebench comparison" not in html:
+        fail("compare.html: not escaped or not the tables")
+    # refusals: a second file that is not a results file; too many files
+    bad = os.path.join(work, "bad.h5")
+    with open(bad, "w") as f:
+        f.write("not HDF5\n")
+    out2 = os.path.join(work, "out-bad")
+    p = subprocess.run([exe, "report", a, bad, "-o", out2], capture_output=True, text=True)
+    lines = [l for l in p.stderr.splitlines() if l.startswith("ropebench:")]
+    if p.returncode != 2 or len(lines) != 1 or bad not in lines[0] or \
+            os.path.exists(os.path.join(out2, "compare.md")):
+        fail(f"a foreign second file: exit {p.returncode}, {p.stderr!r}")
+    p = subprocess.run([exe, "report"] + [a] * 9 + ["-o", out2], capture_output=True,
+                       text=True)
+    if p.returncode != 2 or "2 to 8" not in p.stderr:
+        fail(f"9 files: exit {p.returncode}, {p.stderr!r}")
+    print(f"{'FAIL' if failures else 'ok  '} compare: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
