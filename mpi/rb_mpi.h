@@ -81,7 +81,11 @@ typedef void (*rb_progress_fn)(int step, int nsteps, void *user);
  * rotated keys/values. The K/V/position block travels around the ring (step s
  * computes against the block that started on rank (rank - s) mod N); each step's
  * tile result goes into a fresh state that is merged into `state`
- * (nq * RB_STATE_STRIDE(d) doubles, initialised here). Blocking Sendrecv.
+ * (nq * RB_STATE_STRIDE(d) doubles, initialised here). The next block is received
+ * (MPI_Irecv/MPI_Isend into a second buffer) while this one is computed, the tile
+ * split into up to 8 key ranges of at least 4096 keys with MPI_Testall between them
+ * (Open MPI moves a message on only inside MPI calls); timing: comm_wait_s is the time
+ * in those calls and in the MPI_Waitall that ends each step.
  * Returns RB_OK, RB_ENOMEM or RB_EMPI (message in err). */
 int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
                       const int64_t *q_pos, int64_t nq, const float *k, const float *v,

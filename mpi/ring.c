@@ -24,21 +24,46 @@ static void block_bind(ring_block *b, int64_t nk, int d)
     b->v = b->k + (size_t)nk * (size_t)d;
 }
 
-/* Send `bytes` of sbuf to dst while receiving as many into rbuf from src, in chunks of
- * at most RING_CHUNK. Blocking. */
-static int sendrecv_bytes(const void *sbuf, void *rbuf, size_t bytes, int dst, int src,
-                          MPI_Comm comm, char *err, size_t errlen)
+/* Key ranges a step's tile is split into while its block's successor is in flight, so
+ * that the pending requests are tested between them (Open MPI moves a message on only
+ * inside MPI calls), and the fewest keys such a range may have. */
+#define RING_SUBTILES 8
+#define RING_SUBTILE_MIN 4096
+
+/* The fewest keys of a key range: RING_SUBTILE_MIN, or for the test suite
+ * ROPEBENCH_TEST_RING_SUBTILE (a positive integer), so that small rings split too. */
+static int64_t subtile_min(void)
 {
-    size_t off = 0;
-    do {
-        size_t n = bytes - off < RING_CHUNK ? bytes - off : RING_CHUNK;
-        int mrc = MPI_Sendrecv((const unsigned char *)sbuf + off, (int)n, MPI_BYTE, dst, 71,
-                               (unsigned char *)rbuf + off, (int)n, MPI_BYTE, src, 71, comm,
-                               MPI_STATUS_IGNORE);
-        if (mrc != MPI_SUCCESS)
-            return rb_mpi_fail(err, errlen, mrc, "ring attention: MPI_Sendrecv");
-        off += n;
-    } while (off < bytes);
+    const char *e = getenv("ROPEBENCH_TEST_RING_SUBTILE");
+    const long long v = e ? atoll(e) : 0;
+    return v > 0 ? (int64_t)v : RING_SUBTILE_MIN;
+}
+
+/* Start sending `bytes` of sbuf to dst and receiving as many into rbuf from src, in
+ * chunks of at most RING_CHUNK: the receives first, then the sends, into req (room for
+ * 2 * ring_chunks(bytes)); *nreq their count. */
+static size_t ring_chunks(size_t bytes) { return bytes ? (bytes + RING_CHUNK - 1) / RING_CHUNK : 1; }
+
+static int exchange_start(const void *sbuf, void *rbuf, size_t bytes, int dst, int src,
+                          MPI_Comm comm, MPI_Request *req, int *nreq, char *err,
+                          size_t errlen)
+{
+    const size_t nc = ring_chunks(bytes);
+    *nreq = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t c = 0; c < nc; c++) {
+            const size_t off = c * RING_CHUNK;
+            const int n = (int)(bytes - off < RING_CHUNK ? bytes - off : RING_CHUNK);
+            const int mrc =
+                pass ? MPI_Isend((const unsigned char *)sbuf + off, n, MPI_BYTE, dst, 71,
+                                 comm, &req[*nreq])
+                     : MPI_Irecv((unsigned char *)rbuf + off, n, MPI_BYTE, src, 71, comm,
+                                 &req[*nreq]);
+            if (mrc != MPI_SUCCESS)
+                return rb_mpi_fail(err, errlen, mrc, pass ? "ring attention: MPI_Isend"
+                                                          : "ring attention: MPI_Irecv");
+            ++*nreq;
+        }
     return RB_OK;
 }
 
@@ -56,6 +81,8 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     rb_timing tm = {0};
     ring_block blk[2] = {{0}, {0}};
     double *fresh = NULL;
+    MPI_Request *req = NULL;
+    int nreq = 0;
     int rc = RB_OK, mrc, rank = 0, nranks = 1;
 
     if ((mrc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
@@ -99,9 +126,10 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     const size_t bytes = (size_t)nk * (sizeof(int64_t) + 2 * (size_t)d * sizeof(float));
     int alloc_rc = RB_OK;
     fresh = malloc((nq > 0 ? (size_t)nq : 1) * stride * sizeof(double));
+    req = malloc(2 * ring_chunks(bytes) * sizeof *req);
     for (int b = 0; b < 2; b++)
         blk[b].buf = malloc(bytes > 0 ? bytes : 1);
-    if (!fresh || !blk[0].buf || !blk[1].buf)
+    if (!fresh || !req || !blk[0].buf || !blk[1].buf)
         alloc_rc = rb_errf(err, errlen, RB_ENOMEM,
                            "ring attention: cannot allocate %zu bytes of K/V blocks and "
                            "%lld row states", 2 * bytes, (long long)nq);
@@ -120,31 +148,63 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
     int cur = 0, tile_rc = RB_OK;
     for (int s = 0; s < nranks; s++) {
-        /* Step s: the block that started on rank (rank - s) mod N. After a kernel
-         * failure keep passing blocks, so the other ranks finish their ring. */
+        /* Step s: the block that started on rank (rank - s) mod N. The next block is
+         * received into the other buffer while this one is computed (and sent on: both
+         * only read it), the requests tested between key ranges of the tile. After a
+         * kernel failure keep passing blocks, so the other ranks finish their ring. */
+        const int pending = s + 1 < nranks;
+        if (pending) {
+            const double w0 = MPI_Wtime();
+            rc = exchange_start(blk[cur].buf, blk[1 - cur].buf, bytes, next, prev, comm, req,
+                                &nreq, err, errlen);
+            tm.comm_wait_s += MPI_Wtime() - w0;
+            if (rc < 0)
+                goto cleanup;
+        }
         if (tile_rc == RB_OK && nq > 0 && nk > 0) {
-            double c0 = MPI_Wtime();
             rb_state_init(fresh, nq, d);
-            int trc = ops->tile(q, q_pos, nq, blk[cur].k, blk[cur].v, blk[cur].pos, nk, d,
-                                scale, fresh);
-            double c1 = MPI_Wtime();
-            tm.compute_s += c1 - c0;
+            const int64_t smin = subtile_min();
+            int64_t parts = pending ? RING_SUBTILES : 1;
+            if (nk / parts < smin)
+                parts = nk / smin > 1 ? nk / smin : 1;
+            int trc = 0;
+            for (int64_t p = 0; p < parts && trc >= 0; p++) {
+                const int64_t k0 = nk * p / parts, k1 = nk * (p + 1) / parts;
+                const double c0 = MPI_Wtime();
+                trc = ops->tile(q, q_pos, nq, blk[cur].k + (size_t)k0 * (size_t)d,
+                                blk[cur].v + (size_t)k0 * (size_t)d, blk[cur].pos + k0,
+                                k1 - k0, d, scale, fresh);
+                const double c1 = MPI_Wtime();
+                tm.compute_s += c1 - c0;
+                if (pending && p + 1 < parts) {
+                    int done = 0;
+                    const int mrc = MPI_Testall(nreq, req, &done, MPI_STATUSES_IGNORE);
+                    tm.comm_wait_s += MPI_Wtime() - c1;
+                    if (mrc != MPI_SUCCESS) {
+                        rc = rb_mpi_fail(err, errlen, mrc, "ring attention: MPI_Testall");
+                        goto cleanup;
+                    }
+                }
+            }
             if (trc < 0) {
                 tile_rc = rb_errf(err, errlen, trc,
                                   "ring attention: tile kernel %s failed (code %d) at step %d",
                                   ops->name ? ops->name : "?", trc, s);
             } else {
+                const double m0 = MPI_Wtime();
                 rb_state_merge(state, fresh, nq, d);
-                tm.merge_s += MPI_Wtime() - c1;
+                tm.merge_s += MPI_Wtime() - m0;
             }
         }
-        if (s + 1 < nranks) {
-            double w0 = MPI_Wtime();
-            rc = sendrecv_bytes(blk[cur].buf, blk[1 - cur].buf, bytes, next, prev, comm,
-                                err, errlen);
+        if (pending) {
+            const double w0 = MPI_Wtime();
+            const int mrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
             tm.comm_wait_s += MPI_Wtime() - w0;
-            if (rc < 0)
+            nreq = 0;
+            if (mrc != MPI_SUCCESS) {
+                rc = rb_mpi_fail(err, errlen, mrc, "ring attention: MPI_Waitall");
                 goto cleanup;
+            }
             cur = 1 - cur;
         }
         if (progress)
@@ -153,9 +213,14 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     rc = rb_mpi_agree(comm, tile_rc, "ring attention: tile kernel", err, errlen);
 
 cleanup:
+    /* an MPI failure part way: the requests still pending are left to MPI's teardown
+     * (MPI_ERRORS_RETURN; freeing a buffer under a live receive would be worse) */
+    if (nreq == 0) {
+        free(blk[0].buf);
+        free(blk[1].buf);
+    }
     free(fresh);
-    free(blk[0].buf);
-    free(blk[1].buf);
+    free(req);
     tm.total_s = MPI_Wtime() - t_start;
     if (t)
         *t = tm;

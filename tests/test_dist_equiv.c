@@ -465,6 +465,9 @@ int main(int argc, char **argv)
      * (2 or more ranks) with ROPEBENCH_PROBE_BALANCE=0 (nothing may move) */
     for (int pass = 0; pass < (nranks > 1 ? 2 : 1); pass++) {
         setenv("ROPEBENCH_PROBE_BALANCE", pass ? "0" : "1", 1);
+        /* pass 0: each ring step's tile in key ranges of 7 or more keys, the pending
+         * block tested between them (as from 4096 keys in a study); pass 1: whole */
+        setenv("ROPEBENCH_TEST_RING_SUBTILE", pass ? "1000000" : "7", 1);
         keys_moved = 0;
         for (int li = 0; li < 3; li++)
             for (int Li = 0; Li < 3; Li++) {
@@ -487,6 +490,7 @@ int main(int argc, char **argv)
         }
     }
     unsetenv("ROPEBENCH_PROBE_BALANCE");
+    unsetenv("ROPEBENCH_TEST_RING_SUBTILE");
     check_balance_plan();
     check_balance_edges(&ds, inv_freq);
 
