@@ -102,6 +102,11 @@ static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
         }
         fprintf(o, html ? "</tr>\n" : "\n");
     }
+    fprintf(o, html ? "<tr>" : "|");
+    rp_cell_text(o, html, "SHA-256");
+    for (size_t i = 0; i < n; i++)
+        rp_cell_text(o, html, fs[i].sha256[0] ? fs[i].sha256 : "n/a");
+    fprintf(o, html ? "</tr>\n" : "\n");
     static const char *const peaks[2] = {"FMA peak, GFLOP/s (sum over ranks)",
                                          "triad, GB/s (sum over ranks)"};
     for (int p = 0; p < 2; p++) {

@@ -134,6 +134,8 @@ typedef struct {
 
 typedef struct {
     char *path;
+    char sha256[65];  /* the file's SHA-256, hex ("" if it could not be read whole) */
+    int64_t size;     /* its size in bytes (-1: unknown) */
     rp_attrs root, prov;
     rp_bench bench;
     char **rank_host, **rank_binding, **hosts;
@@ -159,6 +161,11 @@ typedef struct {
  * unreadable, truncated, not ropebench, unsupported version) return RB_EIO/RB_EFORMAT
  * with one line naming the file; problems inside one case mark that case's problem. */
 int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen);
+
+/* rp_sha256_file: the SHA-256 of the bytes of `path` as 64 lowercase hex digits in hex
+ * (terminated; "" on failure) and their count in *size (size may be NULL). RB_OK, or
+ * RB_EIO if the file cannot be opened or read to its end. (report_sha256.c) */
+int rp_sha256_file(const char *path, char hex[65], int64_t *size);
 void rp_file_free(rp_file *f);
 
 /* Kinds of plot (report_plot.c says what each shows), in the order of the report. */

@@ -1208,6 +1208,9 @@ cleanup:
     if (fid >= 0 && H5Fclose(fid) < 0 && rc == RB_OK)
         rc = rb_errf(err, errlen, RB_EIO, "%s: close failed: %s", path, h5_last(&m));
     H5Eclear2(H5E_DEFAULT);
+    /* the bytes the report is made from, named exactly (a report shows "" as unknown) */
+    if (rc == RB_OK && rp_sha256_file(path, f->sha256, &f->size) != RB_OK)
+        f->size = -1;
     if (rc != RB_OK)
         rp_file_free(f);
     return rc;

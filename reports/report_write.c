@@ -522,6 +522,58 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         fprintf(o, "</table>\n");
 }
 
+/* plot_tool: what drew the plots, from the first SVG drawn: its "Produced by ..."
+ * line (gnuplot writes its version there), into b[n]; "" if none. */
+static void plot_tool(const rp_plot *p, size_t np, const char *outdir, char *b, size_t n)
+{
+    b[0] = '\0';
+    for (size_t k = 0; k < np && !b[0]; k++) {
+        if (!p[k].svg_name[0])
+            continue;
+        char path[4200], head[4096];
+        snprintf(path, sizeof path, "%s/%s", outdir, p[k].svg_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        const size_t got = fread(head, 1, sizeof head - 1, f);
+        fclose(f);
+        head[got] = '\0';
+        const char *at = strstr(head, "Produced by ");
+        if (!at)
+            continue;
+        at += strlen("Produced by ");
+        size_t len = strcspn(at, "<\n");
+        while (len && at[len - 1] == ' ')
+            len--;
+        if (len >= n)
+            len = n - 1;
+        for (size_t i = 0; i < len; i++) /* plain text only */
+            b[i] = isprint((unsigned char)at[i]) ? at[i] : '?';
+        b[len] = '\0';
+    }
+}
+
+/* write_file_id: after the results file's name, its size and SHA-256 (so that a reader
+ * can tell the report was made from the file they hold) and what drew the plots. */
+static void write_file_id(FILE *o, const rp_file *f, const rp_plot *p, size_t np,
+                          const char *outdir, int html)
+{
+    const char *code = html ? "<code>" : "`", *uncode = html ? "</code>" : "`";
+    if (f->sha256[0])
+        fprintf(o, " (%lld bytes, SHA-256 %s%s%s)", (long long)f->size, code, f->sha256,
+                uncode);
+    char tool[128];
+    plot_tool(p, np, outdir, tool, sizeof tool);
+    if (tool[0]) {
+        fprintf(o, ", plots drawn by ");
+        if (html)
+            rp_html_esc(o, tool);
+        else
+            rp_md_esc(o, tool);
+    }
+}
+
+/* rp_write_md: see report_int.h. */
 int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdir,
                 const char *plot_note, char *err, size_t errlen)
 {
@@ -532,6 +584,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         return orc;
     fprintf(o, "# ropebench report\n\nResults file: ");
     md_code(o, f->path);
+    write_file_id(o, f, p, np, outdir, 0);
     write_case_summary(o, f, 0);
     fprintf(o, "\n\n");
 
@@ -669,6 +722,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
     fprintf(o, "<p>Results file: <code>");
     rp_html_esc(o, f->path);
     fprintf(o, "</code>");
+    write_file_id(o, f, p, np, outdir, 1);
     write_case_summary(o, f, 1);
     fprintf(o, "</p>\n");
 

@@ -18,6 +18,13 @@ endforeach()
 # rb_report_write without MPI, the way `ropebench report` calls it.
 add_executable(rb_report_cli ${CMAKE_CURRENT_SOURCE_DIR}/report_cli.c)
 target_link_libraries(rb_report_cli PRIVATE rb_reports rb_kernels)
+# the report's SHA-256 of a results file against hashlib, at the padding edges
+add_executable(dump_sha256 ${CMAKE_CURRENT_SOURCE_DIR}/dump_sha256.c)
+target_include_directories(dump_sha256 PRIVATE ${CMAKE_SOURCE_DIR}/reports)
+target_link_libraries(dump_sha256 PRIVATE rb_reports rb_kernels)
+rb_add_test(NAME report_sha256 LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/sha256_oracle.py
+          $<TARGET_FILE:dump_sha256> ${RB_IO_DIR}/sha256-scratch.bin)
 
 # A synthetic results file (h5py) with correct values; the oracle must pass it and
 # must catch one perturbed entropy value.

@@ -13,6 +13,7 @@ computed here, to the printed precision.
 
 usage: test_compare.py WORKDIR ROPEBENCH
 """
+import hashlib
 import os
 import shutil
 import subprocess
@@ -96,6 +97,10 @@ def main():
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         # runs: each file's kernel and path
         head, rows = table(md, "## Files and runs")
+        sha = [r for r in rows if r[0] == "SHA-256"]
+        want_sha = [hashlib.sha256(open(x, "rb").read()).hexdigest() for x in (a, b)]
+        if not sha or sha[0][1:] != want_sha:
+            fail(f"runs table: SHA-256 row {sha}, want {want_sha}")
         kern = [r for r in rows if r[0] == "kernel"]
         if head != ["", "A", "B"] or not kern or kern[0][1:] != ["ref", "avx512"]:
             fail(f"runs table: head {head}, kernel row {kern}")

@@ -9,6 +9,7 @@ usage: test_report.py [--file RESULTS] [--bench [LAUNCHER...] EXE --] WORKDIR CM
                        -o` (e.g. under mpiexec -n 1: Open MPI's singleton mode crashes
                        LeakSanitizer) and check that its report shows the throughput table.
 """
+import hashlib
 import math
 import os
 import re
@@ -649,6 +650,13 @@ def main():
         md = open(os.path.join(out, "report.md")).read()
         html = open(os.path.join(out, "report.html")).read()
         svgs = sorted(f for f in os.listdir(out) if f.endswith(".svg"))
+        # the file named exactly: its size and SHA-256 (hashlib's), and what drew the plots
+        with open(good, "rb") as fh:
+            blob = fh.read()
+        ident = "(%d bytes, SHA-256 `%s`), plots drawn by GNUPLOT" % (
+            len(blob), hashlib.sha256(blob).hexdigest())
+        if ident not in md.split("\n")[2]:
+            fail("good file: the header does not give %r: %r" % (ident, md.split("\n")[2]))
         if svgs != SYNTHETIC_SVGS:
             fail("good file: SVG plots %s, expected %s" % (svgs, SYNTHETIC_SVGS))
         for s in svgs:
