@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1167,6 +1168,38 @@ static int unused_notes(rb_config *c, char **v, char *err, size_t errlen)
     return RB_OK;
 }
 
+/* locate: an error about the study, prefixed with where in the study file the value it
+ * is about was set: the key the message starts with, when the file set it; else the
+ * first key the message names that the file set (a rule between two keys, "beta_fast =
+ * 32: must be greater than beta_slow = 40", starts with the one left at its default).
+ * line[i]: key i's line in `file` (0: default, -1: --set). Nothing without such a key. */
+static void locate(const char *file, const long *line, char *err, size_t errlen, int rc)
+{
+    int best = -1;
+    size_t blen = 0, bat = SIZE_MAX;
+    for (int i = 0; err && file && i < RB_NKEYS; i++) {
+        char kn[96];
+        size_t n = (size_t)snprintf(kn, sizeof kn, "%s.%s", RB_KEYS[i].section,
+                                    RB_KEYS[i].key);
+        for (const char *at = strstr(err, kn); at; at = strstr(at + 1, kn)) {
+            const size_t pos = (size_t)(at - err);
+            if (!strchr(" :=,)", at[n]) || (pos && at[-1] != ' ' && at[-1] != '('))
+                continue; /* a longer key's name, or inside a word */
+            if (line[i] > 0 && (pos < bat || (pos == bat && n > blen))) {
+                best = i;
+                blen = n;
+                bat = pos;
+            }
+            break;
+        }
+    }
+    if (best >= 0) {
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "%s", err);
+        rb_errf(err, errlen, rc, "%s:%ld: %s", file, line[best], tmp);
+    }
+}
+
 static int open_config(const char *path, const char *shown, FILE **out, char *err,
                        size_t errlen)
 {
@@ -1252,26 +1285,15 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
     }
 
     if ((rc = convert(cfg, ctx.val, err, errlen))) {
-        /* a value from the file: say where (the message starts with its key's name) */
-        int best = -1;
-        size_t blen = 0;
-        for (int i = 0; err && i < RB_NKEYS; i++) {
-            char kn[96];
-            size_t n = (size_t)snprintf(kn, sizeof kn, "%s.%s", RB_KEYS[i].section,
-                                        RB_KEYS[i].key);
-            if (n > blen && strncmp(err, kn, n) == 0 && strchr(" :=", err[n])) {
-                best = i;
-                blen = n;
-            }
-        }
-        if (best >= 0 && ctx.line[best] > 0) {
-            char tmp[1024];
-            snprintf(tmp, sizeof tmp, "%s", err);
-            rb_errf(err, errlen, rc, "%s:%ld: %s", ctx.file, ctx.line[best], tmp);
-        }
+        locate(ctx.file, ctx.line, err, errlen, rc);
         goto cleanup;
     }
     cfg->text = render_text(ctx.val);
+    if (path)
+        snprintf(cfg->src_file, sizeof cfg->src_file, "%s", ctx.file);
+    _Static_assert(RB_NKEYS <= (int)(sizeof cfg->key_line / sizeof *cfg->key_line),
+                   "a line for every key");
+    memcpy(cfg->key_line, ctx.line, sizeof ctx.line);
     if (!cfg->text) rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory");
     else rc = unused_notes(cfg, ctx.val, err, errlen);
 cleanup:
@@ -1369,8 +1391,21 @@ static double host_available_bytes(void)
     return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
+static int check_ranks(const rb_config *c, int nranks, int ranks_per_host, char *err,
+                       size_t errlen);
+
+/* rb_config_check_ranks: see rb_bench.h. */
 int rb_config_check_ranks(const rb_config *c, int nranks, int ranks_per_host, char *err,
                           size_t errlen)
+{
+    const int rc = check_ranks(c, nranks, ranks_per_host, err, errlen);
+    if (rc != RB_OK && c->src_file[0])
+        locate(c->src_file, c->key_line, err, errlen, rc);
+    return rc;
+}
+
+static int check_ranks(const rb_config *c, int nranks, int ranks_per_host, char *err,
+                       size_t errlen)
 {
     double limit = c->memory_limit_gib > 0 ? c->memory_limit_gib * 1073741824.0
                                            : 0.9 * host_available_bytes();

@@ -83,6 +83,11 @@ typedef struct {
      * serve runs of a subset (--set scaling.methods=pi) */
     int n_notes;
     char notes[16][320];
+    /* where the values came from, for errors found after loading (rb_config_check_ranks):
+     * the study file as messages show it ("" without -c) and each key's line there, in
+     * the order of config.c's key table (0: default, -1: --set) */
+    char src_file[1024];
+    long key_line[64];
 } rb_config;
 
 /* rb_config_load: start from the defaults (which are the default study), read

@@ -377,3 +377,11 @@ rb_add_test(NAME cli_yarn_empty_range_note COMMAND ${R} --set scaling.methods=ya
   --set model.original_ctx=4)
 set_tests_properties(cli_yarn_empty_range_note PROPERTIES LABELS "cli" PASS_REGULAR_EXPRESSION
   "ropebench: note: yarn's correction range \\[0, -3\\] is empty at original_ctx 4 with beta_slow 1")
+# an error between two keys, or found once the rank count is known, names the file line
+# of the key the file set (the message may start with the other key, at its default)
+file(WRITE ${RB_WORK}/beta_slow.ini "[scaling]\n\nbeta_slow = 40\n")
+rb_cli_error(two_keys_line 2 "beta_slow.ini:3: scaling.beta_fast = 32: must be greater than scaling.beta_slow = 40$"
+  ${R} -c ${RB_WORK}/beta_slow.ini)
+file(WRITE ${RB_WORK}/probe_pos.ini "[study]\nprobe_seq_lens = 64\nseq_lens = 64\nprobe_positions = 100\n[needle]\npositions = -2\nquery_positions = -1\n")
+rb_cli_error(late_check_line 2 "probe_pos.ini:4: study.probe_positions: 100 is outside a sequence of 64 tokens$"
+  ${R} -c ${RB_WORK}/probe_pos.ini)
