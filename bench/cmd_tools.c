@@ -55,6 +55,8 @@ int rb_cmd_freqs(int argc, char **argv)
     /* the option behind each sets[] entry (NULL: a --set of the user's) */
     const char **set_opt = calloc((size_t)argc * 2 + 2, sizeof *set_opt);
     const char *cfg_path = NULL, *method = NULL, *seq = NULL;
+    const char *given[5] = {NULL}; /* --factor, --head-dim, --rotary-dim, --base,
+                                    * --original-ctx: each once */
     int n_sets = 0, n_owned = 0, opt, code = 0;
     rb_config cfg;
     int have_cfg = 0;
@@ -69,12 +71,24 @@ int rb_cmd_freqs(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":m:f:c:s:h", opts, NULL)) != -1) {
         const char *key = NULL;
         /* single-valued: a second would silently win */
-        const char **slot = opt == 'm' ? &method : opt == O_SL ? &seq : opt == 'c' ? &cfg_path
-                                                                             : NULL;
-        if (slot && rb_cli_once("freqs",
-                                opt == 'm' ? "-m/--method" : opt == O_SL ? "--seq-len"
-                                                                         : "-c/--config",
-                                slot, optarg)) {
+        const char **slot = opt == 'm'      ? &method
+                            : opt == O_SL   ? &seq
+                            : opt == 'c'    ? &cfg_path
+                            : opt == 'f'    ? &given[0]
+                            : opt == O_HD   ? &given[1]
+                            : opt == O_RD   ? &given[2]
+                            : opt == O_BASE ? &given[3]
+                            : opt == O_OC   ? &given[4]
+                                            : NULL;
+        const char *name = opt == 'm'      ? "-m/--method"
+                           : opt == O_SL   ? "--seq-len"
+                           : opt == 'c'    ? "-c/--config"
+                           : opt == 'f'    ? "-f/--factor"
+                           : opt == O_HD   ? "--head-dim"
+                           : opt == O_RD   ? "--rotary-dim"
+                           : opt == O_BASE ? "--base"
+                                           : "--original-ctx";
+        if (slot && rb_cli_once("freqs", name, slot, optarg)) {
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
@@ -252,11 +266,11 @@ int rb_cmd_info(int argc, char **argv)
     int code = 0;
     /* the bf16 kernel is a choice of dtype too: shown as a bf16 study would get it */
     const char *dtype = isa && !strcmp(isa, "avx512_bf16") ? "bf16" : "fp32";
-    if (rb_cli_check_env(err, sizeof err) == RB_OK &&
-        rb_kernels_select_dtype(isa, dtype, &ops, &why, err, sizeof err) == RB_OK)
+    const int env_ok = rb_cli_check_env(err, sizeof err) == RB_OK;
+    if (env_ok && rb_kernels_select_dtype(isa, dtype, &ops, &why, err, sizeof err) == RB_OK)
         printf("%-22s %s (%s): %s\n", "kernel", ops.name, why ? why : "", ops.detail);
     else {
-        printf("%-22s none: %s\n", "kernel", err);
+        printf("%-22s %s: %s\n", "kernel", env_ok ? "none" : "not chosen", err);
         fprintf(stderr, "ropebench: info: %s\n", err);
         code = RB_EXIT_USAGE;
     }

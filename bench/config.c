@@ -165,9 +165,9 @@ static long read_line(FILE *f, char **buf, size_t *cap, size_t max)
     size_t len = 0;
     int ch = EOF;
     while ((ch = getc(f)) != EOF) {
+        if (len >= max)
+            return -2;
         if (len + 2 > *cap) {
-            if (len >= max)
-                return -2;
             const size_t nc = *cap ? 2 * *cap : 256;
             char *nb = realloc(*buf, nc);
             if (!nb)
@@ -194,7 +194,10 @@ static int ini_read(rb_ini_ctx *c, FILE *f)
     long ln = 0;
     int rc = RB_OK;
     for (;;) {
+        errno = 0;
         const long len = read_line(f, &buf, &cap, RB_CONFIG_LINE_MAX);
+        if (ferror(f)) /* a failed read, not the end: before the line is parsed */
+            break;
         if (len == -1)
             break;
         ln++;
@@ -1154,10 +1157,18 @@ static int unused_notes(rb_config *c, char **v, char *err, size_t errlen)
         rb_rope_info info;
         double inv[RB_MAX_LIST * 4];
         char e2[256];
+        double base_inv[RB_MAX_LIST * 4];
+        rb_rope_info binfo;
+        rb_rope_params pb;
         rb_config_rope_params(c, RB_ROPE_YARN, c->original_ctx, &p);
-        if (c->rotary_dim / 2 <= (int)(sizeof inv / sizeof *inv) &&
-            rb_rope_schedule(&p, inv, &info, e2, sizeof e2) == RB_OK &&
-            info.corr_high < info.corr_low)
+        rb_config_rope_params(c, RB_ROPE_NONE, c->original_ctx, &pb);
+        int untouched = c->rotary_dim / 2 <= (int)(sizeof inv / sizeof *inv) &&
+                        rb_rope_schedule(&p, inv, &info, e2, sizeof e2) == RB_OK &&
+                        rb_rope_schedule(&pb, base_inv, &binfo, e2, sizeof e2) == RB_OK &&
+                        info.corr_high < info.corr_low && c->factor > 1;
+        for (int j = 0; untouched && j < c->rotary_dim / 2; j++)
+            untouched = inv[j] == base_inv[j];
+        if (untouched)
             snprintf(c->notes[c->n_notes++], sizeof c->notes[0],
                      "note: yarn's correction range [%.6g, %.6g] is empty at original_ctx "
                      "%lld with beta_slow %g (below 2*pi*beta_slow): no pair is "

@@ -208,8 +208,9 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen);
  * 'b')") and returns 1 (the second would silently win). */
 int rb_cli_once(const char *cmd, const char *opt, const char **slot, const char *value);
 
-/* rb_cli_check_name: a file or directory name given with option `opt` (-o, -c,
- * --json, report's RESULTS) holds no control character: RB_OK, or RB_EINVAL with one
+/* rb_cli_check_name: a file or directory name given with option `opt` (run and bench
+ * -o, --json, report's RESULTS and -o; -c is shown escaped instead) holds no control
+ * character: RB_OK, or RB_EINVAL with one
  * line ("OPT 'NAME': a control character in the file name", the name escaped). The
  * commands check their names first, so that no later message prints a newline from
  * one. */

@@ -142,28 +142,45 @@ static int study_line(const char *l, size_t len, char *sec, size_t seclen, char 
     return 1;
 }
 
-/* value of key in a stored study text (into out, "" if absent); 1 if present */
-static int study_value(const char *text, const char *key, char *out, size_t n)
+/* The value of key in a stored study text, as --resume compares values: blanks at the
+ * ends and around commas dropped ("none, pi" is "none,pi"); a new string (free it),
+ * or NULL if the text has no such key (or memory ran out). */
+static char *study_value(const char *text, const char *key)
 {
     char sec[64] = "", k[160];
-    out[0] = '\0';
     for (const char *l = text; l && *l;) {
         const char *e = strchr(l, '\n');
         const size_t len = e ? (size_t)(e - l) : strlen(l);
         const char *v;
         size_t vl;
         if (study_line(l, len, sec, sizeof sec, k, sizeof k, &v, &vl) && !strcmp(k, key)) {
-            snprintf(out, n, "%.*s", (int)vl, v);
-            return 1;
+            char *out = malloc(vl + 1);
+            size_t o = 0;
+            for (size_t i = 0; out && i < vl; i++) {
+                if (v[i] == ' ' || v[i] == '\t') { /* a run of blanks: kept between words */
+                    size_t j = i;
+                    while (j < vl && (v[j] == ' ' || v[j] == '\t'))
+                        j++;
+                    if (o == 0 || j == vl || v[j] == ',' || out[o - 1] == ',') {
+                        i = j - 1;
+                        continue;
+                    }
+                }
+                out[o++] = v[i];
+            }
+            if (out)
+                out[o] = '\0';
+            return out;
         }
         l = e ? e + 1 : NULL;
     }
-    return 0;
+    return NULL;
 }
 
 /* The studies: whether the stored configurations agree, and if not, the keys whose
- * values differ (from file A's keys, then keys only the others have). study.threads
- * and study.memory_limit_gib change how cases run, not their results: listed apart. */
+ * values differ (from file A's keys, then keys only the others have), compared as
+ * --resume compares them. The note above the table says which two keys change how
+ * cases run rather than what they compute. */
 static void write_study(FILE *o, const rp_file *fs, size_t n, int html)
 {
     heading(o, html, "Study");
@@ -204,16 +221,18 @@ static void write_study(FILE *o, const rp_file *fs, size_t n, int html)
                 strcat(seen, key);
                 strcat(seen, "\n");
             }
-            char vals[RB_COMPARE_MAX][512];
+            char *vals[RB_COMPARE_MAX];
             int same = 1;
             for (size_t i = 0; i < n; i++) {
-                if (!study_value(rp_attr_get(&fs[i].root, "config_text"), key, vals[i],
-                                 sizeof vals[i]))
-                    snprintf(vals[i], sizeof vals[i], "(absent)");
-                same &= !strcmp(vals[i], vals[0]);
+                vals[i] = study_value(rp_attr_get(&fs[i].root, "config_text"), key);
+                same &= (vals[i] == NULL) == (vals[0] == NULL) &&
+                        (!vals[i] || !strcmp(vals[i], vals[0]));
             }
-            if (same)
+            if (same) {
+                for (size_t i = 0; i < n; i++)
+                    free(vals[i]);
                 continue;
+            }
             if (!differ++) {
                 para(o, html, "The stored configurations differ in these keys (study.threads "
                               "and study.memory_limit_gib change how cases run, not what "
@@ -222,8 +241,10 @@ static void write_study(FILE *o, const rp_file *fs, size_t n, int html)
             }
             fprintf(o, html ? "<tr>" : "|");
             rp_cell_text(o, html, key);
-            for (size_t i = 0; i < n; i++)
-                rp_cell_text(o, html, vals[i]);
+            for (size_t i = 0; i < n; i++) {
+                rp_cell_text(o, html, vals[i] ? vals[i] : "(absent)");
+                free(vals[i]);
+            }
             fprintf(o, html ? "</tr>\n" : "\n");
         }
     }
@@ -328,13 +349,15 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     const char *cols[3 + RB_COMPARE_MAX];
     char names[1 + RB_COMPARE_MAX][48];
     int nc = file_cols(cols, names, n, "case", what, skip_a, 1);
-    cols[nc++] = "largest Δ entropy from A (absolute)";
-    cols[nc++] = "largest Δ lse from A (absolute)";
+    cols[nc++] = "mean entropy: largest difference from A (absolute)";
+    cols[nc++] = "mean lse: largest difference from A (absolute)";
     rp_table_head(o, html, cols, nc);
+    size_t rows = 0;
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
         if (!common_case(fs, n, k, cs))
             continue;
+        rows++;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, cs[0]->name);
         double de = 0, dl = 0;
@@ -351,6 +374,8 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+    if (!rows)
+        para(o, html, "No case is complete in every file.");
 }
 
 /* Row r of a /bench table as its key "kernel dtype bench d L threads". */

@@ -212,10 +212,21 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
                    "at %s is not exactly what ran.", git, rev);
     else if (!rev[0])
         fprintf(o, " The file does not name the commit that was built.");
-    if (rp_attr_get(&f->root, "resumed_utc"))
+    if (rp_attr_get(&f->root, "resumed_utc")) {
         fprintf(o, " This file was completed by %s--resume%s: the rank and thread counts "
                    "above are its first run's, and each case records its own.", code,
                 uncode);
+        const char *re = rp_attr_get(&f->root, "resume_environment"),
+                   *fe = rp_attr_get(&f->prov, "environment");
+        if (re && strcmp(re, fe ? fe : "") != 0) {
+            fprintf(o, " The --resume run had other switches set: ");
+            if (html)
+                rp_html_esc(o, *re ? re : "none");
+            else
+                md_code(o, *re ? re : "none");
+            fprintf(o, ".");
+        }
+    }
     char in[4096];
     if (study_file_path(rp_attr_get(&f->root, "config_text"), in, sizeof in)) {
         fprintf(o, " The %sfile%s dataset reads q, k and v from ", code, uncode);

@@ -385,3 +385,15 @@ rb_cli_error(two_keys_line 2 "beta_slow.ini:3: scaling.beta_fast = 32: must be g
 file(WRITE ${RB_WORK}/probe_pos.ini "[study]\nprobe_seq_lens = 64\nseq_lens = 64\nprobe_positions = 100\n[needle]\npositions = -2\nquery_positions = -1\n")
 rb_cli_error(late_check_line 2 "probe_pos.ini:4: study.probe_positions: 100 is outside a sequence of 64 tokens$"
   ${R} -c ${RB_WORK}/probe_pos.ini)
+# freqs' keyed options once each too; YaRN's note only where no pair is interpolated (an
+# inverted range past the last pair interpolates every pair: no note); a line just over
+# 1 MiB (a comment) is refused
+rb_cli_error(freqs_factor_twice 2 "^ropebench: freqs: -f/--factor given twice \\('2', then '4'\\)$"
+  ${RB_EXE} freqs -m pi -f 2 --factor 4)
+rb_add_test(NAME cli_yarn_all_interpolated_no_note COMMAND ${R} --set scaling.methods=yarn
+  --set model.base=100 --set model.original_ctx=4000000)
+set_tests_properties(cli_yarn_all_interpolated_no_note PROPERTIES LABELS "cli"
+  FAIL_REGULAR_EXPRESSION "note: yarn" PASS_REGULAR_EXPRESSION "# ropebench resolved study")
+string(REPEAT "x" 1048600 _rb_mib)
+file(WRITE ${RB_WORK}/mib_line.ini "# ${_rb_mib}\n[model]\nhead_dim = 64\n")
+rb_cli_error(config_line_over_mib 2 "mib_line.ini:1: a line longer than 1024 KiB" ${R} -c ${RB_WORK}/mib_line.ini)
