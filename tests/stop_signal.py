@@ -99,8 +99,18 @@ def main():
             ("no mpirun, SIGHUP ignored as under nohup, then SIGTERM",
              [exe, "run"] + tiny + ["-o", out], signal.SIGTERM, signal.SIGHUP)):
         staged = lambda: any(".partial-" in x for x in os.listdir(work))
-        rc, err, ok = stopped(cmd, os.path.join(work, "err.txt"), staged, sig, env, ign)
         want = f"ropebench: interrupted before a case was finished; {out} is left as it was"
+        for attempt in range(2):
+            rc, err, ok = stopped(cmd, os.path.join(work, "err.txt"), staged, sig, env, ign)
+            # mpirun, stopping itself, can drop the last line a rank writes to its
+            # stderr pipe (Open MPI's I/O forwarding; seen once under a loaded CI host):
+            # a run stopped through mpirun that left no 'interrupted' line at all, and
+            # nothing behind, gets one more try; any other outcome is judged as it is
+            if not (ign is None and ok and rc not in (0, None) and "interrupted" not in err
+                    and not mine() and digest(out) == before):
+                break
+            print(f"note: replacing, {label}: no 'interrupted' line came through mpirun; "
+                  "trying once more")
         bad = stop_failure(f"replacing, {label}", rc, err, ok, want,
                            "the staged file never showed, or the ignored signal stopped "
                            "the run")
