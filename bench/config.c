@@ -151,11 +151,6 @@ static int ini_key(rb_ini_ctx *c, const char *sec, const char *name, const char 
     return RB_OK;
 }
 
-/* Read an INI study file: "[section]" headers and "key = value" (or "key: value")
- * lines, of any length; comments are lines whose first non-blank character is ';' or
- * '#', the rest of a line from a ';' that follows a blank, and anything after a
- * section's ']' that starts with ';' or '#' (as libinih read them); a UTF-8 byte order
- * mark and CR line ends are allowed. The first error, with its line, is the error. */
 /* One line of f (with its '\n', if any) into *buf (grown as needed, *cap its size, always
  * terminated): its length; -1 at the end of the file, -2 for a line longer than max
  * bytes (a file with no line ends, such as /proc/self/pagemap, would otherwise be read
@@ -187,6 +182,12 @@ static long read_line(FILE *f, char **buf, size_t *cap, size_t max)
 
 #define RB_CONFIG_LINE_MAX ((size_t)1 << 20)
 
+/* Read an INI study file: "[section]" headers (known sections only) and "key = value"
+ * (or "key: value") lines of up to RB_CONFIG_LINE_MAX bytes; comments are lines whose
+ * first non-blank character is ';' or '#', the rest of a line from a ';' that follows a
+ * blank, and anything after a section's ']' that starts with ';' or '#' (as libinih
+ * read them); a UTF-8 byte order mark and LF or CR LF line ends are allowed (a CR
+ * inside a line is refused). The first error, with its line, is the error. */
 static int ini_read(rb_ini_ctx *c, FILE *f)
 {
     char *buf = NULL, sec[128] = "";

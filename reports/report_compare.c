@@ -269,13 +269,12 @@ static void write_missing(FILE *o, const rp_file *fs, size_t n, int html)
             for (size_t g = 0; g < n; g++) {
                 if (find_case(&fs[g], c->name))
                     continue;
-                /* listed once: by the first file that has it */
                 char l[8];
                 label(l, sizeof l, g);
                 strcat(who, lacking++ ? ", " : "");
                 strcat(who, l);
             }
-            int first = 1;
+            int first = 1; /* listed once: by the first file that has it */
             for (size_t g = 0; g < f; g++)
                 for (size_t j = 0; j < fs[g].ncases && first; j++)
                     first = strcmp(fs[g].cases[j].name, c->name) != 0;

@@ -238,7 +238,7 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
  * row group), and V rows copied are rounded in the copy. A block of fewer than BC keys
  * (a call's last) has its K and V rows copied into kr and vt, zero past cnt, so that
  * its scores come from qk_lane too: a pair's score then has the same bits whatever
- * block of whatever call it falls in, and probe rows split over ranks (and over a
+ * block of whatever key-outer call it falls in, and probe rows split over ranks (and over a
  * rank's own and balanced-in keys) agree with one rank to the merges' rounding (a
  * packed tail used to score the needles at the end of a shard ~2 ulps apart). One
  * pf_step per 16 rows copied (key rows with bf16 or a short block, v rows when not
