@@ -258,10 +258,11 @@ void *rb_kernels_alloc(size_t bytes);
  * the bench's header, given the system's setting: the text of
  * /sys/kernel/mm/transparent_hugepage/enabled, whose bracketed word ("[always]",
  * "[madvise]" or "[never]") is the mode in force (NULL or no such word: unknown; the
- * caller reads the file, kernels/ reads none): a static string, "madvise" (asked for, and the system allows it: "always" or "madvise"),
- * "always" (the system gives them unasked: ROPEBENCH_HUGEPAGES=0 cannot turn them
- * off), "off (ROPEBENCH_HUGEPAGES=0)", "off (system: never)" or "unsupported" (not
- * Linux, or the setting unknown). The environment is read on every call. */
+ * caller reads the file, kernels/ reads none). A static string: "madvise" (asked for,
+ * and the system allows it: "always" or "madvise"), "always" (the system gives them
+ * unasked: ROPEBENCH_HUGEPAGES=0 cannot turn them off), "off (ROPEBENCH_HUGEPAGES=0)",
+ * "off (system: never)" or "unsupported" (not Linux, or the setting unknown). The
+ * environment is read on every call. */
 const char *rb_kernels_hugepages(const char *setting);
 
 /* Threads the tile and RoPE kernels use (OpenMP): the requested count capped by

@@ -39,11 +39,15 @@ static int64_t subtile_min(void)
     return v > 0 ? (int64_t)v : RING_SUBTILE_MIN;
 }
 
+/* The messages of one block: RING_CHUNK bytes each, the last shorter (1 for none). */
+static size_t ring_chunks(size_t bytes)
+{
+    return bytes ? (bytes + RING_CHUNK - 1) / RING_CHUNK : 1;
+}
+
 /* Start sending `bytes` of sbuf to dst and receiving as many into rbuf from src, in
  * chunks of at most RING_CHUNK: the receives first, then the sends, into req (room for
  * 2 * ring_chunks(bytes)); *nreq their count. */
-static size_t ring_chunks(size_t bytes) { return bytes ? (bytes + RING_CHUNK - 1) / RING_CHUNK : 1; }
-
 static int exchange_start(const void *sbuf, void *rbuf, size_t bytes, int dst, int src,
                           MPI_Comm comm, MPI_Request *req, int *nreq, char *err,
                           size_t errlen)

@@ -148,7 +148,8 @@ static void write_regenerate(FILE *o, const rp_file *f, int html)
     if (!rp_attr_get(&f->root, "config_text"))
         return;
     const char *git = rp_attr_get(&f->root, "git_describe"), *nr = rp_attr_get(&f->root, "nranks");
-    const char *kern = rp_attr_get(&f->root, "kernel"), *dump = rp_attr_get(&f->root, "dump_inputs");
+    const char *kern = rp_attr_get(&f->root, "kernel");
+    const char *dump = rp_attr_get(&f->root, "dump_inputs");
     const char *thr = rp_attr_get(&f->root, "threads_per_rank");
     const int kernel_ok = plain_token(kern);
     char rev[128] = "";
