@@ -117,6 +117,7 @@ typedef struct {
     const char *dtype;       /* arithmetic of the tile */
     rb_rope_apply_fn rope;   /* RoPE application paired with it */
     const char *(*detail)(void); /* how it computes here, for the record */
+    rb_attn_tile_fn probe;   /* rb_kernel_ops.probe (NULL: tile) */
 } rb_kernel_variant;
 
 static int cpu_any(const rb_cpu_info *ci)
@@ -157,15 +158,19 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
 #endif
 #ifdef RB_HAVE_AVX512_BF16
 #define RB_TILE_AVX512_BF16 rb_attn_tile_avx512_bf16
+#define RB_PROBE_AVX512_BF16 rb_attn_tile_avx512_bf16_probe
 #define RB_DETAIL_BF16 rb_attn_bf16_path
 #else
 #define RB_TILE_AVX512_BF16 NULL
+#define RB_PROBE_AVX512_BF16 NULL
 #define RB_DETAIL_BF16 detail_not_built
 #endif
 #ifdef RB_HAVE_AVX512_FP32
 #define RB_TILE_AVX512 rb_attn_tile_avx512
+#define RB_PROBE_AVX512 rb_attn_tile_avx512_probe
 #else
 #define RB_TILE_AVX512 NULL
+#define RB_PROBE_AVX512 NULL
 #endif
 #ifdef RB_HAVE_BLAS
 #define RB_TILE_BLAS rb_attn_tile_blas
@@ -186,13 +191,13 @@ static const char *detail_ref(void) { return "scalar, double-precision scores an
 static const rb_kernel_variant variants[] = {
     {"avx512_bf16", RB_TILE_AVX512_BF16, cpu_avx512_bf16, 1,
      "avx512_bf16: the bf16 kernel, AVX512_BF16 present", "bf16", RB_ROPE_FAST,
-     RB_DETAIL_BF16},
+     RB_DETAIL_BF16, RB_PROBE_AVX512_BF16},
     {"avx512", RB_TILE_AVX512, cpu_avx512, 1, "avx512: AVX-512 present and ZMM state enabled",
-     "fp32", RB_ROPE_FAST, detail_avx512},
+     "fp32", RB_ROPE_FAST, detail_avx512, RB_PROBE_AVX512},
     {"blas", RB_TILE_BLAS, cpu_any, 1, "blas: no usable AVX-512 kernel", "fp32",
-     rb_rope_apply, detail_blas},
+     rb_rope_apply, detail_blas, NULL},
     {"ref", rb_attn_tile_ref, cpu_any, 1, "ref: no faster kernel built", "fp32",
-     rb_rope_apply, detail_ref},
+     rb_rope_apply, detail_ref, NULL},
 };
 enum { N_VARIANTS = (int)(sizeof variants / sizeof variants[0]) };
 
@@ -235,6 +240,7 @@ static void fill_ops(const rb_kernel_variant *kv, rb_kernel_ops *ops)
         return;
     ops->name = kv->name;
     ops->tile = kv->tile;
+    ops->probe = kv->probe;
     ops->dtype = kv->dtype;
     ops->rope = kv->rope;
     ops->detail = kv->detail();

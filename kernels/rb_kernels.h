@@ -215,6 +215,11 @@ typedef struct {
     rb_rope_apply_fn rope;   /* RoPE application that goes with it */
     const char *detail;      /* how it computes on this CPU, for the record */
     int v_optional;          /* 1: tile accepts v = NULL (softmax state only) */
+    /* the tile contract for probe rows (few query rows against a rank's keys, called
+     * by rb_probe_attention): each pair scored by one code path in every call, however
+     * few keys a call has, so that probe rows split over ranks and balanced-in keys
+     * agree with one rank to the merges' rounding; NULL: tile serves */
+    rb_attn_tile_fn probe;
 } rb_kernel_ops;
 
 /* rb_kernels_select: choose the tile kernel for fp32 studies; same as

@@ -366,12 +366,14 @@ int rb_probe_attention(MPI_Comm comm, int root, const rb_kernel_ops *ops,
     if (nq > 0 && (own > 0 || taken.n > 0)) {
         double c0 = MPI_Wtime();
         const size_t o = (size_t)taken.keep0 * (size_t)d;
-        int trc = own > 0 ? ops->tile(q, q_pos, nq, k + o, v ? v + o : NULL,
-                                      k_pos + taken.keep0, own, d, scale, state)
+        /* the probe entry where the kernel has one: every call, however few keys it
+         * has, scores a pair the same way (rb_kernel_ops.probe) */
+        const rb_attn_tile_fn tile = ops->probe ? ops->probe : ops->tile;
+        int trc = own > 0 ? tile(q, q_pos, nq, k + o, v ? v + o : NULL,
+                                 k_pos + taken.keep0, own, d, scale, state)
                           : RB_OK;
         if (trc >= 0 && taken.n > 0)
-            trc = ops->tile(q, q_pos, nq, taken.k, taken.v, taken.pos, taken.n, d, scale,
-                            state);
+            trc = tile(q, q_pos, nq, taken.k, taken.v, taken.pos, taken.n, d, scale, state);
         tm.compute_s = MPI_Wtime() - c0;
         if (trc < 0) {
             tile_rc = rb_errf(err, errlen, trc,

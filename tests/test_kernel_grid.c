@@ -323,8 +323,9 @@ cleanup:
  * merges' rounding. Observed through a row at position 0 that sees one key (the others
  * sit at later positions): its lse is that key's score. Per head_dim and trial,
  * the key goes to a random slot of a 128-key call (whole blocks), the last slot of a
- * 37-key call and slot 80 of a 100-key call (short blocks); the three lse (and
- * entropies) must be equal bit for bit. Until 2026-12-01 a short block was packed and scored in
+ * 37-key call and slot 80 of a 100-key call (short blocks), and through the probe
+ * entry (rb_kernel_ops.probe) in a call of 8 rows and 10 keys; the lse (and entropies)
+ * must be equal bit for bit. Until 2026-12-01 a short block was packed and scored in
  * another order: a needle's score at ~16 came out ~2 ulps apart on 2 ranks. */
 static void check_score_bits(const rb_kernel_ops *ops, const int *ok)
 {
@@ -367,7 +368,41 @@ static void check_score_bits(const rb_kernel_ops *ops, const int *ok)
                         bad = 1;
                     }
                 }
+                /* the probe entry (rb_kernel_ops.probe) on a call of fewer keys than
+                 * twice its rows (8 rows, 10 keys, as a rank's few balanced-in keys):
+                 * row 0 (position 0) still sees the one key, scored as above */
+                double lse_p = lse[0], ent_p = ent[0];
+                if (ops[vi].probe && !bad) {
+                    float qs[8 * 128], kc[10 * 128], vc[10 * 128];
+                    int64_t qps[8], kps[10];
+                    for (int r = 0; r < 8; r++) {
+                        memcpy(qs + (size_t)r * d, q, (size_t)d * sizeof(float));
+                        qps[r] = r ? 1000 + r : 0;
+                    }
+                    for (int i = 0; i < 10; i++) {
+                        memcpy(kc + (size_t)i * d, k + (size_t)(i == 9 ? 0 : i + 1) * d,
+                               (size_t)d * sizeof(float));
+                        memcpy(vc + (size_t)i * d, v + (size_t)(i == 9 ? 0 : i + 1) * d,
+                               (size_t)d * sizeof(float));
+                        kps[i] = i == 9 ? 0 : 1 + i;
+                    }
+                    double st[8 * (128 + 3)], o8[128];
+                    rb_state_init(st, 8, d);
+                    if (ops[vi].probe(qs, qps, 8, kc, vc, kps, 10, d, 1.0 / sqrt((double)d),
+                                      st) != 0) {
+                        printf("FAIL score bits %s d=%d: the probe entry failed\n",
+                               variants[vi].name, d);
+                        bad = 1;
+                    }
+                    rb_state_finalize(st, 1, d, &lse_p, &ent_p, o8);
+                }
                 checked++;
+                if (!bad && (lse_p != lse[0] || ent_p != ent[0])) {
+                    printf("FAIL score bits %s d=%d trial %d: the probe entry with 8 rows and "
+                           "10 keys gives lse %.17g, entropy %.17g; want %.17g, %.17g\n",
+                           variants[vi].name, d, trial, lse_p, ent_p, lse[0], ent[0]);
+                    bad = 1;
+                }
                 if (!bad && (lse[1] != lse[0] || lse[2] != lse[0] || ent[1] != ent[0] ||
                              ent[2] != ent[0])) {
                     printf("FAIL score bits %s d=%d trial %d: one visible key's lse %.17g "
@@ -378,7 +413,8 @@ static void check_score_bits(const rb_kernel_ops *ops, const int *ok)
                     bad = 1;
                 }
             }
-        printf("%s score bits %s: one pair's score equal in whole and short blocks (%d trials)\n",
+        printf("%s score bits %s: one pair's score equal in whole and short blocks and through "
+               "the probe entry (%d trials)\n",
                bad ? "FAIL" : "ok  ", variants[vi].name, checked);
         bad ? n_fail++ : n_pass++;
     }

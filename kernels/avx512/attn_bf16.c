@@ -915,3 +915,14 @@ cleanup:
     free(stbuf);
     return rc;
 }
+
+/* rb_attn_tile_avx512_bf16_probe: see rb_avx512.h. */
+int rb_attn_tile_avx512_bf16_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                   const float *k, const float *v, const int64_t *k_pos,
+                                   int64_t nk, int d, double scale, double *state)
+{
+    if (nq <= STREAM_MAX_PROBE)
+        return rb_attn_tile_avx512_bf16fma_probe(q, q_pos, nq, k, v, k_pos, nk, d, scale,
+                                                 state);
+    return rb_attn_tile_avx512_bf16(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
+}

@@ -1153,12 +1153,12 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
  * moved; with bf16 a rounded copy of q is made) so that masked and skipped blocks
  * follow the causal structure whatever the layout. Loop order by shape: few rows
  * (nq <= KO_ROWS) against at least twice as many keys run key-outer (K/V streamed
- * once, the probe case); everything else query-outer, in chunks of keys whose packed K
- * fits KPACK_MAX floats. All scratch is allocated once per call; RB_ENOMEM if that
- * fails (state unchanged). */
+ * once, the probe case), and with probe set any nk; everything else query-outer, in
+ * chunks of keys whose packed K fits KPACK_MAX floats. All scratch is allocated once
+ * per call; RB_ENOMEM if that fails (state unchanged). */
 static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                      const float *v, const int64_t *k_pos, int64_t nk, int d, double scale,
-                     int bf16, double *state)
+                     int bf16, int probe, double *state)
 {
     if (nq <= 0 || nk <= 0 || d <= 0)
         return 0;
@@ -1166,7 +1166,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     float *qb = NULL;
     const int T = rb_omp_max() > 0 ? rb_omp_max() : 1;
     const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
-    const int key_outer = nq <= KO_ROWS && nk >= 2 * nq;
+    const int key_outer = nq <= KO_ROWS && (nk >= 2 * nq || probe);
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
     char *scr = NULL;
     float *kt = NULL, *vt = NULL;
@@ -1248,7 +1248,15 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
                         const float *v, const int64_t *k_pos, int64_t nk, int d,
                         double scale, double *state)
 {
-    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 0, state);
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 0, 0, state);
+}
+
+/* rb_attn_tile_avx512_probe: see rb_avx512.h. */
+int rb_attn_tile_avx512_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                              const float *k, const float *v, const int64_t *k_pos,
+                              int64_t nk, int d, double scale, double *state)
+{
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 0, 1, state);
 }
 
 /* rb_attn_tile_avx512_bf16fma: see rb_avx512.h. */
@@ -1256,7 +1264,15 @@ int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq
                                 const float *k, const float *v, const int64_t *k_pos,
                                 int64_t nk, int d, double scale, double *state)
 {
-    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, state);
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, 0, state);
+}
+
+/* rb_attn_tile_avx512_bf16fma_probe: see rb_avx512.h. */
+int rb_attn_tile_avx512_bf16fma_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                      const float *k, const float *v, const int64_t *k_pos,
+                                      int64_t nk, int d, double scale, double *state)
+{
+    return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, 1, state);
 }
 
 /* rb_attn_avx512_tiles: see rb_peak.h. One 64-key block (K^T and V packed as the

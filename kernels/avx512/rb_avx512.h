@@ -21,6 +21,15 @@ int rb_attn_tile_avx512(const float *q, const int64_t *q_pos, int64_t nq, const 
                         const float *v, const int64_t *k_pos, int64_t nk, int d,
                         double scale, double *state);
 
+/* rb_attn_tile_avx512_probe: the contract of rb_attn_tile_avx512 for probe rows: with
+ * at most 2,048 rows the key-outer order whatever nk is (rb_attn_tile_avx512 takes it
+ * only against at least twice as many keys), so that with d a multiple of 16 each pair
+ * is scored by the same code, in the same order, in every call: a rank's balanced-in
+ * keys, however few, give the bits one rank would. rb_kernel_ops.probe. */
+int rb_attn_tile_avx512_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                              const float *k, const float *v, const int64_t *k_pos,
+                              int64_t nk, int d, double scale, double *state);
+
 /* rb_attn_tile_avx512_bf16: the same contract with q, k, p and v rounded to bf16
  * (round to nearest even) and products accumulated in fp32 by VDPBF16PS; softmax
  * state in fp32. Needs AVX512_BF16 too. Error vs reference: outputs <= 2e-2
@@ -41,6 +50,20 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
 int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
                                 const float *k, const float *v, const int64_t *k_pos,
                                 int64_t nk, int d, double scale, double *state);
+
+/* rb_attn_tile_avx512_bf16fma_probe: rb_attn_tile_avx512_bf16fma for probe rows, as
+ * rb_attn_tile_avx512_probe is for rb_attn_tile_avx512. */
+int rb_attn_tile_avx512_bf16fma_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                      const float *k, const float *v, const int64_t *k_pos,
+                                      int64_t nk, int d, double scale, double *state);
+
+/* rb_attn_tile_avx512_bf16_probe: rb_attn_tile_avx512_bf16 for probe rows: at most
+ * 2,048 rows go to rb_attn_tile_avx512_bf16fma_probe whatever nk is (the bf16 kernel
+ * sends them there only against at least 16 times as many keys), more to
+ * rb_attn_tile_avx512_bf16. rb_kernel_ops.probe. */
+int rb_attn_tile_avx512_bf16_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                   const float *k, const float *v, const int64_t *k_pos,
+                                   int64_t nk, int d, double scale, double *state);
 
 /* rb_attn_bf16_path: which product path rb_attn_tile_avx512_bf16 takes in this process
  * (AMX-BF16 tiles where the CPU has them, the OS grants the tile state and
