@@ -119,6 +119,8 @@ typedef struct {
     int large;   /* integer q, k in [-4, 4] and scale 64: |s| ~ 1e3..1e4, exact in fp32 */
     int ncalls;  /* keys split into this many calls accumulating into one state */
     int sharp;   /* gaussian logits s ~ N(0, c^2), c in [1, 3] instead of c = 1 */
+    int scase;   /* 0: the scale above; 1: negated (the fp32 softmax takes the max of -S);
+                  * 2: zero (every score 0, masked lanes' -inf times 0 must not leak) */
 } gcase;
 
 /* The keys in ncalls uneven calls accumulating into one state (the first a third, then
@@ -183,6 +185,7 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
         if (gc->sharp)
             scale *= 1.0 + 2.0 * urand(); /* s ~ N(0, c^2), c in [1, 3] */
     }
+    scale = gc->scase == 1 ? -scale : gc->scase == 2 ? 0.0 : scale;
     for (size_t i = 0; i < (size_t)nk * d; i++)
         v[i] = (float)(0.5 + grand());
     make_positions(gc->pat, qp, nq, kp, nk);
@@ -289,10 +292,12 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
                     }
                 }
                 if (what) {
-                    printf("FAIL: %s d %d nq %lld nk %lld pos %s%s k,v +%d B threads %d calls %d "
-                           "row %lld (q_pos %lld): %s got %.9g want %.9g (err %.3g > %.3g)\n",
+                    printf("FAIL: %s d %d nq %lld nk %lld pos %s%s%s k,v +%d B threads %d calls "
+                           "%d row %lld (q_pos %lld): %s got %.9g want %.9g (err %.3g > %.3g)\n",
                            var->name, d, (long long)nq, (long long)nk, pos_names[gc->pat],
-                           gc->large ? " large-logits" : "", 4 * kvoff, th, gc->ncalls,
+                           gc->large ? " large-logits" : "",
+                           gc->scase == 1 ? " scale<0" : gc->scase == 2 ? " scale=0" : "",
+                           4 * kvoff, th, gc->ncalls,
                            (long long)r, (long long)qp[r], what, got, want, err, lim);
                     bad++;
                 }
@@ -467,7 +472,7 @@ int main(void)
                 /* keep the grid small at the largest head_dims */
                 if (d >= 128 && (s + pat) % 2)
                     continue;
-                gcase gc = {d, shapes[s][0], shapes[s][1], pat, 0, 1 + idx % 3, idx % 2};
+                gcase gc = {d, shapes[s][0], shapes[s][1], pat, 0, 1 + idx % 3, idx % 2, 0};
                 run_case(&gc, ops, ok);
                 if (idx % 4 == 0) {
                     gc.large = 1;
@@ -476,13 +481,20 @@ int main(void)
                 idx++;
             }
     /* a bigger causal tile split into calls, 2 threads balanced by visible work */
-    gcase big = {128, 700, 700, POS_CAUSAL, 0, 2, 0};
+    gcase big = {128, 700, 700, POS_CAUSAL, 0, 2, 0, 0};
     run_case(&big, ops, ok);
-    gcase probe = {64, 128, 5000, POS_STRIPED, 0, 1, 1};
+    gcase probe = {64, 128, 5000, POS_STRIPED, 0, 1, 1, 0};
     run_case(&probe, ops, ok);
     /* probe order with more than 64 row groups of 12 (the fp32 group mask's second word) */
-    gcase probe_many = {64, 900, 2000, POS_STRIPED, 0, 1, 0};
+    gcase probe_many = {64, 900, 2000, POS_STRIPED, 0, 1, 0, 0};
     run_case(&probe_many, ops, ok);
+    /* a negative and a zero scale, in both loop orders and with masked blocks */
+    for (int sc = 1; sc <= 2; sc++) {
+        gcase sq = {64, 97, 191, POS_CAUSAL, 0, 2, 0, sc};
+        gcase pr = {128, 20, 3000, POS_ZIGZAG, 0, 1, 0, sc};
+        run_case(&sq, ops, ok);
+        run_case(&pr, ops, ok);
+    }
     check_score_bits(ops, ok);
     for (int i = 0; i < N_VARIANTS; i++)
         if (ok[i])
