@@ -248,6 +248,13 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
  * packed tail used to score the needles at the end of a shard ~2 ulps apart). One
  * pf_step per 16 rows copied (key rows with bf16 or a short block, v rows when not
  * aligned or a short block). */
+/* kblock_v_inplace: whether kblock_inplace reads a block's V rows in place (v given,
+ * 64-byte aligned, a whole block) rather than copying them. */
+static int kblock_v_inplace(const float *v, int cnt)
+{
+    return v && (uintptr_t)v % 64 == 0 && cnt == BC;
+}
+
 static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, int d,
                            int bf16, rb_pf *pf, float *kr, float *vt, rb_kblock *b)
 {
@@ -276,7 +283,7 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, 
     if (!v)
         return;
     const float *vs = v + (size_t)c0 * (size_t)d;
-    if ((uintptr_t)v % 64 == 0 && whole) {
+    if (kblock_v_inplace(v, cnt)) {
         b->vt = vs;
         b->vrnd = bf16;
         b->cold_v = 1;
@@ -741,7 +748,8 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
      * the max rarely grows, so most blocks skip the reduction and its latency (ca = 0:
      * every t is 0, and the masked lanes' -inf must not become NaN) */
     const float mo = *m;
-    const __m512 vb = ca > 0.0f ? _mm512_mul_ps(vmax, _mm512_set1_ps(ca)) : _mm512_setzero_ps();
+    const __m512 vb =
+        ca > 0.0f ? _mm512_mul_ps(vmax, _mm512_set1_ps(ca)) : _mm512_setzero_ps();
     float mn = mo;
     if (_mm512_cmp_ps_mask(vb, _mm512_set1_ps(mo), _CMP_GT_OQ)) {
         const float bm = _mm512_reduce_max_ps(vb);
@@ -1126,7 +1134,6 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
         /* whole blocks read K (and V when aligned) in place (block_inplace_ok) */
-        const int v_inplace = c->v && (uintptr_t)c->v % 64 == 0;
         for (int part = tid; part < T; part += nth) {
             const int64_t j1 = bound[part + 1];
             rb_pf pf;
@@ -1144,10 +1151,10 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                  * read in place, and per 16 keys of each PV pass */
                 const int64_t steps =
                     (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
-                    (c->v && !(inplace && v_inplace && cnt == BC) ? BC / 16 : 0) +
+                    (c->v && !(inplace && kblock_v_inplace(c->v, cnt)) ? BC / 16 : 0) +
                     (inplace && (c->bf16 || cnt < BC) ? BC / 16 : 0) +
                     block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace,
-                                     c->bf16 && inplace && v_inplace && cnt == BC);
+                                     c->bf16 && inplace && kblock_v_inplace(c->v, cnt));
                 consumed += b < nwhole ? blines : 0;
                 /* the key positions of the next KO_AHEAD blocks into L2 as well (8
                  * lines a block; kblock_positions stalled on them: 1 thread 2.5-3.7 %
