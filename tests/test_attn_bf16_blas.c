@@ -234,7 +234,7 @@ static void run_case(tparams *p, int have_bf16)
 }
 
 /* The bf16 contract on probe shapes (nk >= 16 nq: rb_attn_tile_avx512_bf16 hands them
- * to rb_attn_tile_avx512_bf16fma, which rounds in software), checked where rounding
+ * to rb_attn_tile_avx512_bf16ko, VDPBF16PS on converted pairs), checked where rounding
  * shows far above fp32 error, so that a value left unrounded fails:
  *  - q, k: lse and H against the reference on bf16-rounded inputs at 1e-5 (1 + A/16),
  *    the fp32 bound (q and k left as they are move lse by ~1e-4 here), outputs at

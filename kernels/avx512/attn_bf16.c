@@ -26,7 +26,7 @@ enum {
     KB_SBS = 4,
     STREAM_MAX_ROWS = 256,  /* at most this many rows: stream K/V, split keys */
     STREAM_MAX_PROBE = 2048, /* probe shapes: at most this many rows against 16x as many
-                              * keys go to rb_attn_tile_avx512_bf16fma */
+                              * keys go to rb_attn_tile_avx512_bf16ko */
     /* a row's fp32 state takes at most this many sub-blocks (4096 keys, as the fp32 and
      * blas kernels) before it is merged into a double state and restarted: fp32 sums
      * over a whole shard grow their rounding with its length (2^-24 per term, ~1e-5
@@ -315,10 +315,10 @@ static int amx_usable(void)
 /* rb_attn_bf16_path: see rb_avx512.h. */
 const char *rb_attn_bf16_path(void)
 {
-    return amx_usable() ? "AMX-BF16 tiles (TDPBF16PS) for QK^T and PV; probe shapes: fp32 "
-                          "FMA on bf16-rounded operands"
-                        : "VDPBF16PS for QK^T and PV; probe shapes: fp32 FMA on "
-                          "bf16-rounded operands";
+    return amx_usable() ? "AMX-BF16 tiles (TDPBF16PS) for QK^T and PV; probe shapes: "
+                          "VDPBF16PS on key blocks converted to bf16 pairs"
+                        : "VDPBF16PS for QK^T and PV; probe shapes: VDPBF16PS on key "
+                          "blocks converted to bf16 pairs";
 }
 
 /* Configure every tile as 16 rows x 64 bytes (this thread). */
@@ -634,10 +634,10 @@ static int job_cmp(const void *a, const void *b)
  * with ROPEBENCH_BF16_AMX=0, on VDPBF16PS); both give the same class of results.
  * Any head_dim >= 1 (padded internally to 32 dims for q/k, 64 for v); positions may
  * be unsorted, gapped or repeated. Probe shapes (nq <= STREAM_MAX_PROBE rows against
- * nk >= 16 nq keys) go to rb_attn_tile_avx512_bf16fma: the same rounding, fp32 FMAs on
- * the rounded values in the fp32 kernel's key-outer loop, which reads K and V with
- * less work per key than packing them into bf16 pairs (the stream of K and V bounds
- * those shapes, not the products). Everything else takes one of two schedules:
+ * nk >= 16 nq keys) go to rb_attn_tile_avx512_bf16ko: the same rounding, VDPBF16PS in
+ * the fp32 kernel's key-outer loop, which converts each key block once with less
+ * work per key than this file's packing into AMX/VDPBF16PS tiles (few rows see most
+ * blocks of those shapes). Everything else takes one of two schedules:
  *  - row mode (e.g. causal tiles, nq ~ nk): K and V are packed to bf16 once, in
  *    parallel (extra memory about 4 nk d bytes); query blocks of QB_GROUPS*GR rows
  *    go to threads largest visible work first (dynamic), each sweeping the key
@@ -656,7 +656,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     if (nq <= 0 || nk <= 0 || d <= 0)
         return 0;
     if (nq <= STREAM_MAX_PROBE && nk >= 16 * nq)
-        return rb_attn_tile_avx512_bf16fma(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
+        return rb_attn_tile_avx512_bf16ko(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
     int rc = 0;
     bf_ctx c;
     memset(&c, 0, sizeof c);
@@ -922,7 +922,7 @@ int rb_attn_tile_avx512_bf16_probe(const float *q, const int64_t *q_pos, int64_t
                                    int64_t nk, int d, double scale, double *state)
 {
     if (nq <= STREAM_MAX_PROBE)
-        return rb_attn_tile_avx512_bf16fma_probe(q, q_pos, nq, k, v, k_pos, nk, d, scale,
+        return rb_attn_tile_avx512_bf16ko_probe(q, q_pos, nq, k, v, k_pos, nk, d, scale,
                                                  state);
     return rb_attn_tile_avx512_bf16(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);
 }

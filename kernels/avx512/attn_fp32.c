@@ -1,4 +1,4 @@
-/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows (or, for the sparse blocks of a probe, both read in place), register-blocked QK^T and PV (6-row tiles), online softmax with the entropy accumulator, OpenMP; with bf16 rounding of q, k, p and v, the bf16 kernel's probe path. */
+/* attn_fp32.c — the fp32 AVX-512 attention tile: K packed into 64-key panels and V into aligned rows (or, for the sparse blocks of a probe, both read in place), register-blocked QK^T and PV (6-row tiles), online softmax with the entropy accumulator, OpenMP; with bf16 rounding, the bf16 kernel's probe path (VDPBF16PS on key blocks converted to bf16 pairs in the key-outer order). */
 #include "rb_avx512.h"
 #include "rb_peak.h"
 #include "rb_pf.h"
@@ -39,6 +39,10 @@
  * within the noise of it at 1 and 2 threads. */
 #define KO_KAPPA 10
 #define KO_AHEAD 4
+/* the bf16 key-outer order's partition cost of a block beyond its rows (kblock_pack_bf16's
+ * conversion and transposes and the stream of K and V, in units of one row's VDPBF16PS
+ * work on the block) */
+#define KO_BF16_FIXED 64
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 _Static_assert(RG <= 2 * TR, "qk_block and pv_rows split a group into two tiles at most");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
@@ -149,6 +153,11 @@ typedef struct {
                        * loads them */
     int cold_k, cold_v; /* 1: kr (vt) are the caller's rows, in L2 at best (rb_pf); 0:
                          * packed or copied into scratch just now */
+    /* bf16 key-outer blocks (kblock_pack_bf16; kt, kr and vt NULL): BC key rows as bf16
+     * pairs, kr2[c][i] = (k_c[2i], k_c[2i + 1]) (row stride np, bf16_np), and V as bf16
+     * key pairs, vt2[t][j] = (v_2t[j], v_2t+1[j]) (row stride dp), the lower half of each
+     * 32-bit element the even one, as VDPBF16PS pairs them; zero past cnt and past d */
+    const uint32_t *kr2, *vt2;
 } rb_kblock;
 
 /* kblock_positions: kp[0..BC) from k_pos[c0..c0 + cnt) (INT64_MAX past cnt), and the
@@ -228,6 +237,7 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
     }
     b->kt = kt;
     b->kr = NULL;
+    b->kr2 = b->vt2 = NULL;
     b->vt = v ? vt : NULL;
     b->vrnd = 0;
     b->cold_k = b->cold_v = 0;
@@ -260,6 +270,7 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, 
 {
     const int whole = cnt == BC;
     b->kt = NULL;
+    b->kr2 = b->vt2 = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
     b->vrnd = 0;
@@ -580,6 +591,277 @@ RB_AI __m512 sum16(const __m512 a[16])
                          _mm512_shuffle_ps(e[0], e[1], 0xDD));
 }
 
+/* store_quarters: the four 128-bit quarters of x (4 scores of row r in quarter r, as
+ * sum16 leaves qk_lane4_d's and qk2_lane4_d's accumulators) to S + r * BC. */
+RB_AI void store_quarters(float *S, __m512 x)
+{
+    _mm_store_ps(S + 0 * BC, _mm512_extractf32x4_ps(x, 0));
+    _mm_store_ps(S + 1 * BC, _mm512_extractf32x4_ps(x, 1));
+    _mm_store_ps(S + 2 * BC, _mm512_extractf32x4_ps(x, 2));
+    _mm_store_ps(S + 3 * BC, _mm512_extractf32x4_ps(x, 3));
+}
+
+/* ---- bf16 pairs for VDPBF16PS: the bf16 kernel's key-outer order ------------------
+ * q, k, p and v are converted to bf16 by VCVTNE2PS2BF16 (round to nearest even, as
+ * bf16_round does to finite values) and multiplied by VDPBF16PS, whose every 32-bit
+ * lane adds the two products of a bf16 pair (each exact in fp32) to an fp32
+ * accumulator: half the instructions of fp32 FMAs on rounded values. A score is the
+ * chain of one lane over the pairs i = 0, 1, ... of its dims in order, and an output
+ * dim the chain of one lane over a block's key pairs in order, whatever the tile's
+ * row count or the key's slot, so a pair's score has the same bits in every block of
+ * every call (kernels.grid, "score bits"). VDPBF16PS treats bf16 subnormals as 0 and
+ * flushes subnormal results (it does not consult MXCSR); the inputs are taken to be
+ * finite, as rb_attn_tile_avx512_bf16ko says. Measured on the Zen 4 host of 2026-12-01
+ * (1M keys, 116 log-spaced rows, d = 128, harness): the probe's arithmetic alone (K
+ * and V aliased onto 1 MiB) 0.082 -> 0.056 s at 1 thread and 0.043 -> 0.029 s at 2
+ * against fp32 FMAs on rounded values; from memory 0.097-0.104 -> 0.084-0.095 s and
+ * 0.053-0.058 -> 0.049-0.054 s, the stream of K and V hidden no better than before. */
+
+/* bf16_ld16: n floats from p (n >= 16: 16; n <= 0: none, p is not read), zero past n. */
+RB_AI __m512 bf16_ld16(const float *p, int n)
+{
+    if (n >= 16)
+        return _mm512_loadu_ps(p);
+    if (n <= 0)
+        return _mm512_setzero_ps();
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+}
+
+/* bf16x2: 32 floats (lo, then hi) as 16 bf16 pairs, pair i = (x[2i], x[2i + 1]) with
+ * x[2i] in its lower half, i.e. the 32 bf16 values in memory order. */
+RB_AI __m512i bf16x2(__m512 lo, __m512 hi)
+{
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* bf16_pairs: np2(d) pairs of bf16 per row for the VDPBF16PS path: (d + 1) / 2 rounded
+ * up to 16, so that K transposes in whole 16 x 16 squares (pairs past d are 0). */
+static int bf16_np(int d) { return (int)(((unsigned)(d + 1) / 2u + 15u) & ~15u); }
+
+/* bf16_row_pairs: one row of d floats as np bf16 pairs into dst (64-byte aligned), zero
+ * past d. */
+static void bf16_row_pairs(const float *x, int d, int np, uint32_t *dst)
+{
+    for (int i0 = 0; i0 < np; i0 += 16) {
+        const int j0 = 2 * i0;
+        _mm512_store_si512(dst + i0, bf16x2(bf16_ld16(x + j0, d - j0),
+                                            bf16_ld16(x + j0 + 16, d - j0 - 16)));
+    }
+}
+
+/* kblock_pack_bf16: keys [c0, c0 + cnt) of k and v (rows of d floats) as bf16 pairs for
+ * VDPBF16PS into kr2 (BC rows of np pairs, kr2[c][i] = (k_c[2i], k_c[2i + 1])) and vt2
+ * (BC / 2 rows of dp pairs: vt2[t][j] = (v_2t[j], v_2t+1[j]), the two converted rows
+ * interleaved by VPERMW), both 64-byte aligned, zero past cnt and past d; every whole or
+ * short block, any d, the same way. K is not transposed: the scores sum the dims in
+ * the lanes (qk2_lane), since on the Zen 4 host of 2026-12-01 the 16 x 16 transposes
+ * of a packed K^T cost more than the few rows of a probe block save (the whole pack
+ * 2.4 us a block, against ~0.5 without them). Fills b->kr2 and b->vt2 (NULL without
+ * v; kt, kr and vt NULL); its positions are kblock_positions'. One pf_step (pf may be
+ * NULL) per 16 key rows and per 4 key pairs of V. */
+static void kblock_pack_bf16(const float *k, const float *v, int64_t c0, int cnt, int d,
+                             size_t dp, rb_pf *pf, uint32_t *kr2, uint32_t *vt2, rb_kblock *b)
+{
+    const int np = bf16_np(d);
+    const float *kb = k + (size_t)c0 * (size_t)d;
+    for (int c = 0; c < BC; c++) {
+        if (c % 16 == 0)
+            pf_step(pf);
+        uint32_t *dst = kr2 + (size_t)c * (size_t)np;
+        if (c < cnt)
+            bf16_row_pairs(kb + (size_t)c * (size_t)d, d, np, dst);
+        else
+            for (int i = 0; i < np; i += 16)
+                _mm512_store_si512(dst + i, _mm512_setzero_si512());
+    }
+    b->kt = b->vt = b->kr = NULL;
+    b->kr2 = kr2;
+    b->vt2 = NULL;
+    b->vrnd = 0;
+    b->cold_k = b->cold_v = 0;
+    if (!v)
+        return;
+    /* word 2m of the result = word m of the pair (v_2t), word 2m + 1 = word 16 + m (v_2t+1) */
+    const __m512i ilv = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                         16, 0);
+    const float *vb = v + (size_t)c0 * (size_t)d;
+    for (int t = 0; t < BC / 2; t++) {
+        if (t % 4 == 0)
+            pf_step(pf);
+        const int c = 2 * t;
+        const float *r0 = vb + (size_t)c * (size_t)d, *r1 = r0 + d;
+        uint32_t *dst = vt2 + (size_t)t * dp;
+        for (int j = 0; j < (int)dp; j += 16) {
+            const __m512 a = c < cnt ? bf16_ld16(r0 + j, d - j) : _mm512_setzero_ps();
+            const __m512 e = c + 1 < cnt ? bf16_ld16(r1 + j, d - j) : _mm512_setzero_ps();
+            _mm512_store_si512(dst + j, _mm512_permutexvar_epi16(ilv, bf16x2(a, e)));
+        }
+    }
+    b->vt2 = vt2;
+}
+
+/* qk2_lane_d: S[0..BC) = <q, k_c> for one row (np bf16 pairs q2) against a
+ * kblock_pack_bf16 block's key rows kr2, the dims in the lanes: 16 keys at a time, one
+ * VDPBF16PS chain per key over its np / 16 vectors of pairs, then sum16 (the key slots
+ * of qk_lane_d). Inlined with np a constant (qk2_lane). */
+RB_AI void qk2_lane_d(const uint32_t *q2, const uint32_t *kr2, const int np, float *S,
+                      rb_pf *pf)
+{
+    for (int w = 0; w < BC / 16; w++) {
+        pf_step(pf);
+        const uint32_t *kw = kr2 + (size_t)16 * w * (size_t)np;
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int s = 0; s < 16; s++)
+            a[s] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int i = 0; i < np; i += 16) {
+            const __m512bh qv = (__m512bh)_mm512_load_si512(q2 + i);
+#pragma GCC unroll 16
+            for (int s = 0; s < 16; s++)
+                a[s] = _mm512_dpbf16_ps(
+                    a[s], qv,
+                    (__m512bh)_mm512_load_si512(kw + (size_t)(4 * (s % 4) + s / 4) * (size_t)np + i));
+        }
+        _mm512_store_ps(S + 16 * w, sum16(a));
+    }
+}
+
+/* qk2_lane4_d: qk2_lane_d for 4 rows at once (the layout of qk_lane4_d: 4 keys x 4 rows
+ * in 16 accumulators, one key load feeding 4 VDPBF16PS), each score the same chain and
+ * tree as qk2_lane_d, so both give the same bits. One pf_step per 4 keys. */
+RB_AI void qk2_lane4_d(const uint32_t *const *q2, const uint32_t *kr2, const int np,
+                       float *S, rb_pf *pf)
+{
+    for (int k0 = 0; k0 < BC; k0 += 4) {
+        pf_step(pf);
+        const uint32_t *kw = kr2 + (size_t)k0 * (size_t)np;
+        __m512 a[16];
+#pragma GCC unroll 16
+        for (int s = 0; s < 16; s++)
+            a[s] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int i = 0; i < np; i += 16) {
+            __m512bh qv[4], kv[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                qv[r] = (__m512bh)_mm512_load_si512(q2[r] + i);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                kv[c] = (__m512bh)_mm512_load_si512(kw + (size_t)c * (size_t)np + i);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    a[4 * c + r] = _mm512_dpbf16_ps(a[4 * c + r], qv[r], kv[c]);
+        }
+        store_quarters(S + k0, sum16(a));
+    }
+}
+
+/* qk2_rows: the scores of R rows (bf16 pair rows q2) against a kblock_pack_bf16 block,
+ * four rows at a time (qk2_lane4_d), the rest one by one (qk2_lane_d), with the common
+ * pair counts made constants; S row stride BC. */
+static void qk2_rows(const uint32_t *const *q2, int R, const uint32_t *kr2, int np, float *S,
+                     rb_pf *pf)
+{
+#define QK2_ROWS(NP)                                                                    \
+    do {                                                                                \
+        int r = 0;                                                                      \
+        for (; r + 4 <= R; r += 4)                                                      \
+            qk2_lane4_d(q2 + r, kr2, NP, S + (size_t)r * BC, pf);                       \
+        for (; r < R; r++)                                                              \
+            qk2_lane_d(q2[r], kr2, NP, S + (size_t)r * BC, pf);                         \
+    } while (0)
+    if (np == 64)
+        QK2_ROWS(64);
+    else if (np == 32)
+        QK2_ROWS(32);
+    else if (np == 128)
+        QK2_ROWS(128);
+    else
+        QK2_ROWS(np);
+#undef QK2_ROWS
+}
+
+/* pv2_tile: acc[r][0 .. 16 NV) += sum_t PP[r][t] . vt2[t][0 .. 16 NV) for R <= TR rows
+ * (PP: bf16 pairs of p, row stride BC / 2; acc row stride dp) over ntp key pairs of a
+ * kblock_pack_bf16 block (vt2 row stride dp); one pf_step per 8 key pairs. */
+RB_AI void pv2_tile(const int R, const int NV, const uint32_t *PP, const uint32_t *vt2,
+                    size_t dp, int ntp, float *acc, rb_pf *pf)
+{
+    __m512 a[TR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int w = 0; w < NV; w++)
+            a[r][w] = _mm512_load_ps(acc + (size_t)r * dp + 16 * w);
+    for (int t0 = 0; t0 < ntp; t0 += 8) {
+        pf_step(pf);
+        const int t1 = ntp - t0 < 8 ? ntp : t0 + 8;
+        for (int t = t0; t < t1; t++) {
+            const uint32_t *vr = vt2 + (size_t)t * dp;
+            __m512bh x[4];
+#pragma GCC unroll 4
+            for (int w = 0; w < NV; w++)
+                x[w] = (__m512bh)_mm512_load_si512(vr + 16 * w);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                const __m512bh pb = (__m512bh)_mm512_set1_epi32((int)PP[r * (BC / 2) + t]);
+#pragma GCC unroll 4
+                for (int w = 0; w < NV; w++)
+                    a[r][w] = _mm512_dpbf16_ps(a[r][w], pb, x[w]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int w = 0; w < NV; w++)
+            _mm512_store_ps(acc + (size_t)r * dp + 16 * w, a[r][w]);
+}
+
+/* pv2_tiles: pv2_tile over all dp dims for R <= TR rows: passes of 64 dims, then 16. */
+RB_AI void pv2_tiles(const int R, const uint32_t *PP, const uint32_t *vt2, size_t dp, int ntp,
+                     float *acc, rb_pf *pf)
+{
+    size_t j0 = 0;
+    for (; j0 + 64 <= dp; j0 += 64)
+        pv2_tile(R, 4, PP, vt2 + j0, dp, ntp, acc + j0, pf);
+    for (; j0 < dp; j0 += 16)
+        pv2_tile(R, 1, PP, vt2 + j0, dp, ntp, acc + j0, pf);
+}
+
+/* pv2_run: pv2_tiles for R <= 2 TR rows (a TR-row tile and the rest), with R made a
+ * constant. */
+static void pv2_run(int R, const uint32_t *PP, const uint32_t *vt2, size_t dp, int ntp,
+                    float *acc, rb_pf *pf)
+{
+#define PV2_R(RR)                                                                        \
+    do {                                                                                 \
+        if ((RR) > TR) {                                                                 \
+            pv2_tiles(TR, PP, vt2, dp, ntp, acc, pf);                                    \
+            pv2_tiles((RR) - TR, PP + TR * (BC / 2), vt2, dp, ntp, acc + TR * dp, pf);   \
+        } else {                                                                         \
+            pv2_tiles(RR, PP, vt2, dp, ntp, acc, pf);                                    \
+        }                                                                                \
+    } while (0)
+    RB_ROW_CASES(PV2_R);
+#undef PV2_R
+}
+
+/* pv2_steps_rows: the pf_steps pv2_run takes over the row groups (RG at a time) of nr
+ * rows: per tile, per pass over dims, one per 8 of the ntp key pairs. */
+static int64_t pv2_steps_rows(int64_t nr, size_t dp, int ntp)
+{
+    const int64_t passes = (int64_t)(dp / 64 + dp % 64 / 16), per = (ntp + 7) / 8;
+    int64_t tiles = nr / RG * 2;
+    if (nr % RG)
+        tiles += nr % RG > TR ? 2 : 1;
+    return tiles * passes * per;
+}
+
 /* qk_lane_d: S[0..BC) = <q, k_c> for one row q against BC key rows kr (row stride d, d a
  * multiple of 16), dims in the lanes: 16 keys at a time, one accumulator per key (16
  * independent FMA chains), then sum16. Key slot s of sum16 holds key 4 * (s % 4) + s / 4,
@@ -648,11 +930,7 @@ RB_AI void qk_lane4_d(const float *const *q, const float *kr, const int d, float
                 for (int r = 0; r < 4; r++)
                     a[4 * c + r] = _mm512_fmadd_ps(qv[r], kv[c], a[4 * c + r]);
         }
-        const __m512 x = sum16(a);
-        _mm_store_ps(S + 0 * BC + k0, _mm512_extractf32x4_ps(x, 0));
-        _mm_store_ps(S + 1 * BC + k0, _mm512_extractf32x4_ps(x, 1));
-        _mm_store_ps(S + 2 * BC + k0, _mm512_extractf32x4_ps(x, 2));
-        _mm_store_ps(S + 3 * BC + k0, _mm512_extractf32x4_ps(x, 3));
+        store_quarters(S + k0, sum16(a));
     }
 }
 
@@ -790,6 +1068,10 @@ typedef struct {
     float c2;           /* scale * log2 e: scores in base-2 units */
     const rb_row *rows; /* nq rows sorted by position */
     int bf16;           /* q (by the caller), k, v and p rounded to bf16 */
+    const uint32_t *q2; /* bf16 key-outer: q as bf16 pairs, np per row (bf16_np), 64-byte
+                         * aligned rows; its blocks go through kblock_pack_bf16. NULL
+                         * otherwise */
+    int np;
 } rb_call;
 
 /* block_rows_steps: the pf_steps to pace a prefetch over, for nr rows seeing a block
@@ -800,6 +1082,13 @@ static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int i
 {
     return 3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0) +
            (has_v ? pv_steps_rows(nr, rnd, dp, cnt) : 0);
+}
+
+/* block_rows_steps2: block_rows_steps for a kblock_pack_bf16 block (pv2_run's steps). */
+static int64_t block_rows_steps2(int64_t nr, size_t dp, int cnt, int has_v)
+{
+    return 3 * ((nr + RG - 1) / RG) + nr + (BC / 16) * nr +
+           (has_v ? pv2_steps_rows(nr, dp, (cnt + 1) / 2) : 0);
 }
 
 /* l1_prefetch: ask for the `bytes` from p in L1, one PREFETCHT0 per 64 bytes (a hint:
@@ -839,7 +1128,12 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         const float *qr[RG];
         for (int r = 0; r < R; r++)
             qr[r] = c->q + (size_t)c->rows[g + r].idx * (size_t)c->d;
-        if (b->kt)
+        if (b->kr2) {
+            const uint32_t *qr2[RG];
+            for (int r = 0; r < R; r++)
+                qr2[r] = c->q2 + (size_t)c->rows[g + r].idx * (size_t)c->np;
+            qk2_rows(qr2, R, b->kr2, c->np, S + (size_t)(g - g0) * BC, pf);
+        } else if (b->kt)
             qk_run(qr, R, b->kt, c->d, S + (size_t)(g - g0) * BC);
         else {
             int r = 0;
@@ -870,6 +1164,19 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         l1_prefetch(b->vt, (size_t)b->cnt * st->dp * sizeof(float));
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
+        if (b->vt2 && (any[grp / 64] >> (grp % 64) & 1u)) {
+            /* the group's p (already bf16 values) as bf16 pairs of keys */
+            _Alignas(64) uint32_t PP[RG * (BC / 2)];
+            for (int r = 0; r < R; r++) {
+                const float *Sr = S + (size_t)(g - g0 + r) * BC;
+                _mm512_store_si512(PP + r * (BC / 2),
+                                   bf16x2(_mm512_load_ps(Sr), _mm512_load_ps(Sr + 16)));
+                _mm512_store_si512(PP + r * (BC / 2) + 16,
+                                   bf16x2(_mm512_load_ps(Sr + 32), _mm512_load_ps(Sr + 48)));
+            }
+            pv2_run(R, PP, b->vt2, st->dp, (b->cnt + 1) / 2,
+                    st->acc + (size_t)(g - s0) * st->dp, pf);
+        }
         if (b->vt && (any[grp / 64] >> (grp % 64) & 1u))
             pv_run(R, b->vrnd, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp, pf);
@@ -1015,9 +1322,17 @@ static int block_inplace_ok(int d, int cnt)
 
 /* ko_ds_offset: where a thread's double state starts in its key-outer scratch (after
  * its fp32 row states, packed K and V, key positions and scores). */
+/* ko_kt_bytes: a thread's key-outer scratch for one block's packed K: d x BC floats, or
+ * BC x np bf16 pairs (kblock_pack_bf16), whichever is larger. */
+static size_t ko_kt_bytes(const rb_call *c)
+{
+    const size_t rows = (size_t)(c->d > bf16_np(c->d) ? c->d : bf16_np(c->d));
+    return round64(rows * BC * sizeof(float));
+}
+
 static size_t ko_ds_offset(const rb_call *c)
 {
-    return rows32_bytes(c->nq, c->dp) + round64((size_t)c->d * BC * sizeof(float)) +
+    return rows32_bytes(c->nq, c->dp) + ko_kt_bytes(c) +
            round64((size_t)BC * c->dp * sizeof(float)) + round64(BC * sizeof(int64_t)) +
            round64((size_t)c->nq * BC * sizeof(float));
 }
@@ -1105,7 +1420,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         for (int64_t j = 0; j < nvis; j++) {
             const int64_t b = ord[j], c0 = b * BC, nr = nrb[b];
             const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
-            run += (nr + 32 + (block_inplace_ok(c->d, cnt) ? 0 : 32)) * (int64_t)cnt;
+            run += (nr + (c->q2 ? KO_BF16_FIXED : 32 + (block_inplace_ok(c->d, cnt) ? 0 : 32))) *
+                   (int64_t)cnt;
             if (pass == 1)
                 while (t < T && run * T >= total * t)
                     bound[t++] = j + 1;
@@ -1125,7 +1441,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         rb_rows32 st;
         rows32_layout(my, c->nq, c->dp, &st);
         float *kt = (float *)(my + rows32_bytes(c->nq, c->dp));
-        float *vt = (float *)((char *)kt + round64((size_t)c->d * BC * sizeof(float)));
+        float *vt = (float *)((char *)kt + ko_kt_bytes(c));
         int64_t *kp = (int64_t *)((char *)vt + round64((size_t)BC * c->dp * sizeof(float)));
         float *S = (float *)((char *)kp + round64(BC * sizeof(int64_t)));
         double *ds = (double *)(my + ko_ds_offset(c));
@@ -1150,6 +1466,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                  * group phase and visible row, per 16 keys of a row when the block is
                  * read in place, and per 16 keys of each PV pass */
                 const int64_t steps =
+                    c->q2 ? BC / 16 + (c->v ? BC / 8 : 0) +
+                                block_rows_steps2(nr, c->dp, cnt, c->v != NULL) :
                     (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
                     (c->v && !(inplace && kblock_v_inplace(c->v, cnt)) ? BC / 16 : 0) +
                     (inplace && (c->bf16 || cnt < BC) ? BC / 16 : 0) +
@@ -1168,7 +1486,10 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                 }
                 pf_sched_block(&pf, jj, consumed, nr * cnt * (c->d / 16) / KO_KAPPA,
                                KO_AHEAD * blines, steps);
-                if (inplace)
+                if (c->q2)
+                    kblock_pack_bf16(c->k, c->v, c0, cnt, c->d, c->dp, &pf, (uint32_t *)kt,
+                                     (uint32_t *)vt, &blk);
+                else if (inplace)
                     kblock_inplace(c->k, c->v, c0, cnt, c->d, c->bf16, &pf, kt, vt, &blk);
                 else
                     rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
@@ -1193,8 +1514,9 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
 }
 
 /* attn_tile: rb_attn_tile_avx512, or with bf16 the contract of
- * rb_attn_tile_avx512_bf16fma. Rows are sorted by position first (an index, q is not
- * moved; with bf16 a rounded copy of q is made) so that masked and skipped blocks
+ * rb_attn_tile_avx512_bf16ko. Rows are sorted by position first (an index, q is not
+ * moved; with bf16 a rounded copy of q is made, and for the key-outer order its bf16
+ * pairs) so that masked and skipped blocks
  * follow the causal structure whatever the layout. Loop order by shape: few rows
  * (nq <= KO_ROWS) against at least twice as many keys run key-outer (K/V streamed
  * once, the probe case), and with probe set any nk; everything else query-outer, in
@@ -1215,6 +1537,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     char *scr = NULL;
     float *kt = NULL, *vt = NULL;
     int64_t *kp = NULL, *bound = NULL, *sch = NULL;
+    uint32_t *q2 = NULL;
     rb_kblock *kb = NULL;
     rb_qcost *qc = NULL;
     if (!rows) {
@@ -1236,8 +1559,20 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
             qb[i] = bf16_round1(q[i]);
         q = qb;
     }
-    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows, bf16};
+    rb_call c = {q, k, v, k_pos, nq, nk, d, dp, (float)(scale * RB_LOG2E), rows, bf16, NULL, 0};
 
+    if (key_outer && bf16) {
+        /* VDPBF16PS on bf16 pairs (kblock_pack_bf16); q converted once */
+        c.np = bf16_np(d);
+        q2 = aligned_alloc(64, round64((size_t)nq * (size_t)c.np * sizeof *q2));
+        if (!q2) {
+            rc = RB_ENOMEM;
+            goto cleanup;
+        }
+        for (int64_t i = 0; i < nq; i++)
+            bf16_row_pairs(q + (size_t)i * (size_t)d, d, c.np, q2 + (size_t)i * (size_t)c.np);
+        c.q2 = q2;
+    }
     if (key_outer) {
         const size_t per_thread =
             ko_ds_offset(&c) + round64((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
@@ -1276,6 +1611,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
 cleanup:
     free(rows);
     free(qb);
+    free(q2);
     free(scr);
     free(kt);
     free(vt);
@@ -1303,18 +1639,18 @@ int rb_attn_tile_avx512_probe(const float *q, const int64_t *q_pos, int64_t nq,
     return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 0, 1, state);
 }
 
-/* rb_attn_tile_avx512_bf16fma: see rb_avx512.h. */
-int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
-                                const float *k, const float *v, const int64_t *k_pos,
-                                int64_t nk, int d, double scale, double *state)
+/* rb_attn_tile_avx512_bf16ko: see rb_avx512.h. */
+int rb_attn_tile_avx512_bf16ko(const float *q, const int64_t *q_pos, int64_t nq,
+                               const float *k, const float *v, const int64_t *k_pos,
+                               int64_t nk, int d, double scale, double *state)
 {
     return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, 0, state);
 }
 
-/* rb_attn_tile_avx512_bf16fma_probe: see rb_avx512.h. */
-int rb_attn_tile_avx512_bf16fma_probe(const float *q, const int64_t *q_pos, int64_t nq,
-                                      const float *k, const float *v, const int64_t *k_pos,
-                                      int64_t nk, int d, double scale, double *state)
+/* rb_attn_tile_avx512_bf16ko_probe: see rb_avx512.h. */
+int rb_attn_tile_avx512_bf16ko_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                     const float *k, const float *v, const int64_t *k_pos,
+                                     int64_t nk, int d, double scale, double *state)
 {
     return attn_tile(q, q_pos, nq, k, v, k_pos, nk, d, scale, 1, 1, state);
 }

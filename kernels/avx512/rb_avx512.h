@@ -38,27 +38,31 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                              const float *k, const float *v, const int64_t *k_pos,
                              int64_t nk, int d, double scale, double *state);
 
-/* rb_attn_tile_avx512_bf16fma: the contract of rb_attn_tile_avx512_bf16 (q, k, p and
+/* rb_attn_tile_avx512_bf16ko: the contract of rb_attn_tile_avx512_bf16 (q, k, p and
  * v rounded to bf16, round to nearest even; products accumulated in fp32; softmax
- * state in fp32, l and u from the unrounded p) computed by rb_attn_tile_avx512's
- * loops with fp32 FMAs on the rounded values: a product of two bf16 values is exact
- * in fp32, so only the order of the fp32 sums differs from VDPBF16PS. Needs what
- * rb_attn_tile_avx512 needs; v may be NULL as there. Inputs are taken to be finite (a
- * NaN whose payload lies in the low 16 bits would round to infinity).
- * rb_attn_tile_avx512_bf16 takes it for probe shapes (see there), where the stream of
- * K and V, not the products, bounds the time. */
-int rb_attn_tile_avx512_bf16fma(const float *q, const int64_t *q_pos, int64_t nq,
-                                const float *k, const float *v, const int64_t *k_pos,
-                                int64_t nk, int d, double scale, double *state);
+ * state in fp32, l and u from the unrounded p) in rb_attn_tile_avx512's key-outer
+ * loop ("ko"): each key block converted once to bf16 pairs (VCVTNE2PS2BF16) and
+ * multiplied by VDPBF16PS, the scores with the dims in the lanes, PV with key pairs in
+ * the lanes; one pair's score has the same bits in every block and call. Shapes the
+ * loop does not take (more than 2,048 rows, or fewer than twice as many keys as rows,
+ * which rb_attn_tile_avx512_bf16 never sends) run the fp32 query-outer loop with fp32
+ * FMAs on the rounded values (a product of two bf16 values is exact in fp32: only the
+ * order of the sums differs). Needs what rb_attn_tile_avx512 needs, and AVX512_BF16;
+ * v may be NULL as there. Inputs are taken to be finite (a NaN whose payload lies in
+ * the low 16 bits would round to infinity; VDPBF16PS treats bf16 subnormals as 0).
+ * rb_attn_tile_avx512_bf16 takes it for probe shapes (see there). */
+int rb_attn_tile_avx512_bf16ko(const float *q, const int64_t *q_pos, int64_t nq,
+                               const float *k, const float *v, const int64_t *k_pos,
+                               int64_t nk, int d, double scale, double *state);
 
-/* rb_attn_tile_avx512_bf16fma_probe: rb_attn_tile_avx512_bf16fma for probe rows, as
+/* rb_attn_tile_avx512_bf16ko_probe: rb_attn_tile_avx512_bf16ko for probe rows, as
  * rb_attn_tile_avx512_probe is for rb_attn_tile_avx512. */
-int rb_attn_tile_avx512_bf16fma_probe(const float *q, const int64_t *q_pos, int64_t nq,
-                                      const float *k, const float *v, const int64_t *k_pos,
-                                      int64_t nk, int d, double scale, double *state);
+int rb_attn_tile_avx512_bf16ko_probe(const float *q, const int64_t *q_pos, int64_t nq,
+                                     const float *k, const float *v, const int64_t *k_pos,
+                                     int64_t nk, int d, double scale, double *state);
 
 /* rb_attn_tile_avx512_bf16_probe: rb_attn_tile_avx512_bf16 for probe rows: at most
- * 2,048 rows go to rb_attn_tile_avx512_bf16fma_probe whatever nk is (the bf16 kernel
+ * 2,048 rows go to rb_attn_tile_avx512_bf16ko_probe whatever nk is (the bf16 kernel
  * sends them there only against at least 16 times as many keys), more to
  * rb_attn_tile_avx512_bf16. rb_kernel_ops.probe. */
 int rb_attn_tile_avx512_bf16_probe(const float *q, const int64_t *q_pos, int64_t nq,
