@@ -648,6 +648,33 @@ static int64_t probe_positions(int64_t L, int P, int64_t *p)
     return n;
 }
 
+/* probe_roofline: `#` lines with the probe rows' roofline at each measured thread count:
+ * their FLOP (4 d per visible pair) and bytes (K and V once, fp32), the time neither the
+ * FMA peak nor the triad allows going below, max(FLOP / peak, bytes / triad), and so the
+ * highest fraction of the triad the row could show (below 1 where the arithmetic, not
+ * the stream, bounds it); bf16 against twice the peak (VDPBF16PS does twice the FLOP
+ * of an FMA). */
+static void probe_roofline(FILE *f, int64_t n_keys, int P, int d, const int *thr, int n_thr,
+                           const double *peak, const double *triad)
+{
+    int64_t *p = malloc((size_t)P * sizeof *p);
+    if (!p) return;
+    const int64_t nq = probe_positions(n_keys, P, p);
+    double pairs = 0;
+    for (int64_t i = 0; i < nq; i++) pairs += (double)(p[i] + 1);
+    free(p);
+    const double flop = 4.0 * d * pairs, bytes = 2.0 * (double)n_keys * d * sizeof(float);
+    fprintf(f, "# probe roofline: %.3f GFLOP on %.3f GB (%.2f FLOP/B); frac cannot exceed "
+               "min(1, (bytes/triad) / (FLOP/peak)):", flop * 1e-9, bytes * 1e-9, flop / bytes);
+    for (int i = 0; i < n_thr; i++) {
+        const double tc = flop / (peak[i] * 1e9), tb = bytes / (triad[i] * 1e9);
+        fprintf(f, "%s %d thread%s: balance %.2f FLOP/B, fp32 <= %.3f, bf16 <= %.3f", i ? ";" : "",
+                thr[i], thr[i] == 1 ? "" : "s", peak[i] / triad[i], tb >= tc ? 1.0 : tb / tc,
+                tb >= tc / 2 ? 1.0 : 2 * tb / tc);
+    }
+    fprintf(f, "\n");
+}
+
 typedef struct {
     bench_row *rows;
     int n, cap;
@@ -1099,6 +1126,15 @@ int rb_cmd_bench(int argc, char **argv)
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
                "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
                "read+write, frac = GB/s / triad\n", 128);
+        if (o.do_probe && o.n_kernels > 0) {
+            int thr[MAX_THREADS + 2], n = 0;
+            double pe[MAX_THREADS + 2], tr[MAX_THREADS + 2];
+            thr[n] = 1, pe[n] = pk.fma1, tr[n++] = pk.triad1;
+            if (o.all_threads != 1) thr[n] = o.all_threads, pe[n] = pk.fma_all, tr[n++] = pk.triad_all;
+            for (int i = 0; i < pk.n_other; i++)
+                thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
+            probe_roofline(stdout, o.quick ? 65536 : 1048576, 128, 128, thr, n, pe, tr);
+        }
         if (missing[0]) printf("# kernels not built or not supported here: %s\n", missing);
         for (int i = 0; i < o.n_kernels; i++)
             printf("# kernel %s: %s\n", o.kernels[i].name, o.kernels[i].detail);

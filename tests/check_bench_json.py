@@ -118,6 +118,52 @@ def run(cmd):
     return p
 
 
+def check_roofline(out, rows):
+    """The `# probe roofline` line against numbers computed here: the probe's FLOP from its
+    positions (128 log-spaced in [0, N-1], as docs/bench.md gives them), the bytes of K and
+    V, the peaks and triads of the header, and the probe rows' own GFLOP/s x time."""
+    line = next((l for l in out.splitlines() if l.startswith("# probe roofline:")), None)
+    if line is None:
+        raise SystemExit(f"FAIL no '# probe roofline' line:\n{out}")
+    probe = [r for r in rows if r["bench"] == "probe"]
+    n, d, P = probe[0]["seq_len"], 128, 128
+    pos = []
+    for i in range(P):
+        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
+        if not pos or v != pos[-1]:
+            pos.append(v)
+    flop = 4.0 * d * sum(p + 1 for p in pos)
+    nbytes = 2.0 * n * d * 4
+    for r in probe:
+        if abs(r["gflops"] * r["median_s"] * 1e9 - flop) > 1e-6 * flop:
+            raise SystemExit(f"FAIL probe row {r['kernel']}: GFLOP/s x time "
+                             f"{r['gflops'] * r['median_s'] * 1e9} != 4 d sum(pos+1) = {flop}")
+    m = re.match(r"# probe roofline: ([0-9.]+) GFLOP on ([0-9.]+) GB", line)
+    if not m or abs(float(m.group(1)) - flop * 1e-9) > 6e-4 or \
+            abs(float(m.group(2)) - nbytes * 1e-9) > 6e-4:
+        raise SystemExit(f"FAIL roofline totals: {line} (expected {flop * 1e-9:.3f} GFLOP on "
+                         f"{nbytes * 1e-9:.3f} GB)")
+    peaks, triads = {}, {}
+    for what, store, unit in (("peak FMA", peaks, "GFLOP/s"), ("triad", triads, "GB/s")):
+        hl = next(l for l in out.splitlines() if l.startswith("# " + what))
+        for v, t in re.findall(r"([0-9.]+) %s (\d+) threads?" % re.escape(unit), hl):
+            store[int(t)] = float(v)
+    got = re.findall(r"(\d+) threads?: balance ([0-9.]+) FLOP/B, fp32 <= ([0-9.]+), "
+                     r"bf16 <= ([0-9.]+)", line)
+    if sorted(int(g[0]) for g in got) != sorted(peaks):
+        raise SystemExit(f"FAIL roofline thread counts {got} vs the header's {sorted(peaks)}")
+    for t, bal, f32, b16 in got:
+        t = int(t)
+        tc, tb = flop / (peaks[t] * 1e9), nbytes / (triads[t] * 1e9)
+        want32, want16 = min(1.0, tb / tc), min(1.0, 2 * tb / tc)
+        # (the header's peaks are rounded to 0.1 GFLOP/s and 0.01 GB/s)
+        if abs(float(f32) - want32) > 2e-3 + 1e-3 * want32 or \
+                abs(float(b16) - want16) > 2e-3 + 1e-3 * want16 or \
+                abs(float(bal) - peaks[t] / triads[t]) > 0.01 + 1e-3 * float(bal):
+            raise SystemExit(f"FAIL roofline at {t} threads: {bal} {f32} {b16}, expected "
+                             f"{peaks[t] / triads[t]:.2f} {want32:.3f} {want16:.3f}")
+
+
 def drive(exe, work, launcher):
     import h5py
     import numpy as np
@@ -136,7 +182,9 @@ def drive(exe, work, launcher):
     if tiles is not None:
         check_tiles(tiles, peak, "table header")
     with open(js) as f:
-        check(json.load(f), kernels)
+        rows_all = json.load(f)
+    check(rows_all, kernels)
+    check_roofline(p.stdout, rows_all)
     # a subset: one kind, one shape, one kernel, one thread count -> exactly one row
     sub = os.path.join(work, "bench_subset.json")
     run([exe, "bench", "--quick", "--only", "causal", "--head-dims", "32", "--lengths", "300",
