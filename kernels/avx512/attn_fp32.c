@@ -40,8 +40,9 @@
 #define KO_KAPPA 10
 #define KO_AHEAD 4
 /* the bf16 key-outer order's partition cost of a block beyond its rows (kblock_pack_bf16's
- * conversion and transposes and the stream of K and V, in units of one row's VDPBF16PS
- * work on the block) */
+ * conversion and the stream of K and V, in units of one row's VDPBF16PS work on the
+ * block): the fp32 order's 32 (stream) + 32 (packing), not tuned on its own; a row's
+ * VDPBF16PS work is about half an fp32 row's, and the conversion reads the whole block */
 #define KO_BF16_FIXED 64
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 _Static_assert(RG <= 2 * TR, "qk_block and pv_rows split a group into two tiles at most");
