@@ -634,6 +634,12 @@ cleanup:
 
 /* ---- the rows ------------------------------------------------------------------------- */
 
+/* The probe rows' shape: PROBE_ROWS log-spaced query positions, head_dim PROBE_D, against
+ * probe_keys(o) keys (also the RoPE rows' count). */
+#define PROBE_ROWS 128
+#define PROBE_D 128
+static int64_t probe_keys(const bench_opts *o) { return o->quick ? 65536 : 1048576; }
+
 /* Log-spaced probe positions in [0, L-1] as the study makes them; sorted, unique. */
 static int64_t probe_positions(int64_t L, int P, int64_t *p)
 {
@@ -704,8 +710,8 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     int64_t Ls[MAX_SHAPES] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
     int heads[MAX_SHAPES] = {64, 128};
     int nL = 2, nH = 2;
-    const int64_t n_keys = o->quick ? 65536 : 1048576, n_rope = n_keys;
-    const int P = 128;
+    const int64_t n_keys = probe_keys(o), n_rope = n_keys;
+    const int P = PROBE_ROWS;
     if (o->n_lens) {
         nL = o->n_lens;
         memcpy(Ls, o->lens, sizeof Ls);
@@ -761,9 +767,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 state = NULL;
             }
 
-    /* probe rows: P log-spaced queries against n_keys keys, head_dim 128 */
+    /* probe rows: P log-spaced queries against n_keys keys, head_dim PROBE_D */
     if (!rc && o->n_kernels > 0 && o->do_probe) {
-        const int d = 128;
+        const int d = PROBE_D;
         k = rb_kernels_alloc((size_t)n_keys * d * sizeof *k);
         v = rb_kernels_alloc((size_t)n_keys * d * sizeof *v);
         pos = malloc((size_t)n_keys * sizeof *pos);
@@ -1125,7 +1131,7 @@ int rb_cmd_bench(int argc, char **argv)
         printf("\n");
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
                "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
-               "read+write, frac = GB/s / triad\n", 128);
+               "read+write, frac = GB/s / triad\n", PROBE_ROWS);
         if (o.do_probe && o.n_kernels > 0) {
             int thr[MAX_THREADS + 2], n = 0;
             double pe[MAX_THREADS + 2], tr[MAX_THREADS + 2];
@@ -1133,7 +1139,7 @@ int rb_cmd_bench(int argc, char **argv)
             if (o.all_threads != 1) thr[n] = o.all_threads, pe[n] = pk.fma_all, tr[n++] = pk.triad_all;
             for (int i = 0; i < pk.n_other; i++)
                 thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
-            probe_roofline(stdout, o.quick ? 65536 : 1048576, 128, 128, thr, n, pe, tr);
+            probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr);
         }
         if (missing[0]) printf("# kernels not built or not supported here: %s\n", missing);
         for (int i = 0; i < o.n_kernels; i++)

@@ -150,8 +150,6 @@ typedef struct {
                        * the caller's rows, whole block and dp = d); NULL without V */
     int cnt;          /* valid keys, 1..BC */
     int64_t kmin, kmax;
-    int vrnd;         /* 1: vt holds unrounded values in place, rounded to bf16 as PV
-                       * loads them */
     int cold_k, cold_v; /* 1: kr (vt) are the caller's rows, in L2 at best (rb_pf); 0:
                          * packed or copied into scratch just now */
     /* bf16 key-outer blocks (kblock_pack_bf16; kt, kr and vt NULL): BC key rows as bf16
@@ -240,25 +238,9 @@ static void rb_kblock_pack(const float *k, const float *v, int64_t c0, int cnt, 
     b->kr = NULL;
     b->kr2 = b->vt2 = NULL;
     b->vt = v ? vt : NULL;
-    b->vrnd = 0;
     b->cold_k = b->cold_v = 0;
 }
 
-/* kblock_inplace: a block of cnt keys from c0 (d a multiple of 16, so dp = d) whose
- * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
- * aligned (pv_run's aligned loads), else copied into vt as rb_kblock_pack does. Saves
- * the K transposes and their stores, which for the few rows that see a late probe
- * block cost more than qk_lane's horizontal sums. bf16: the K rows are copied into kr
- * (BC * d floats) rounded to bf16 (qk_lane reads each of them once per row); V rows
- * read in place are marked b->vrnd, so that PV rounds them as it loads them (once per
- * row group), and V rows copied are rounded in the copy. A block of fewer than BC keys
- * (a call's last) has its K and V rows copied into kr and vt, zero past cnt, so that
- * its scores come from qk_lane too: a pair's score then has the same bits whatever
- * block of whatever key-outer call it falls in, and probe rows split over ranks (and over a
- * rank's own and balanced-in keys) agree with one rank to the merges' rounding (a
- * packed tail used to score the needles at the end of a shard ~2 ulps apart). One
- * pf_step per 16 rows copied (key rows with bf16 or a short block, v rows when not
- * aligned or a short block). */
 /* kblock_v_inplace: whether kblock_inplace reads a block's V rows in place (v given,
  * 64-byte aligned, a whole block) rather than copying them. */
 static int kblock_v_inplace(const float *v, int cnt)
@@ -266,27 +248,37 @@ static int kblock_v_inplace(const float *v, int cnt)
     return v && (uintptr_t)v % 64 == 0 && cnt == BC;
 }
 
+/* kblock_inplace: a block of cnt keys from c0 (d a multiple of 16, so dp = d) whose
+ * key rows are read where they are (qk_lane), and its V rows too when v is 64-byte
+ * aligned (pv_run's aligned loads; kblock_v_inplace), else copied into vt as
+ * rb_kblock_pack does. Saves the K transposes and their stores, which for the few rows
+ * that see a late probe block cost more than qk_lane's horizontal sums. A block of
+ * fewer than BC keys (a call's last) has its K and V rows copied into kr and vt, zero
+ * past cnt, so that its scores come from qk_lane too: a pair's score then has the same
+ * bits whatever block of whatever key-outer call it falls in, and probe rows split over
+ * ranks (and over a rank's own and balanced-in keys) agree with one rank to the merges'
+ * rounding (a packed tail used to score the needles at the end of a shard ~2 ulps
+ * apart). fp32 only (the bf16 key-outer order takes kblock_pack_bf16). One pf_step per
+ * 16 rows copied (key rows of a short block, v rows when not aligned or a short
+ * block). */
 static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, int d,
-                           int bf16, rb_pf *pf, float *kr, float *vt, rb_kblock *b)
+                           rb_pf *pf, float *kr, float *vt, rb_kblock *b)
 {
     const int whole = cnt == BC;
     b->kt = NULL;
     b->kr2 = b->vt2 = NULL;
     b->kr = k + (size_t)c0 * (size_t)d;
     b->vt = NULL;
-    b->vrnd = 0;
-    b->cold_k = !bf16 && whole;
+    b->cold_k = whole;
     b->cold_v = 0;
-    if (bf16 || !whole) {
+    if (!whole) {
         for (int c = 0; c < BC; c++) {
             if (c % 16 == 0)
                 pf_step(pf);
             for (int j = 0; j < d; j += 16) {
                 __m512 x = _mm512_setzero_ps();
-                if (c < cnt) {
+                if (c < cnt)
                     x = _mm512_loadu_ps(b->kr + (size_t)c * (size_t)d + j);
-                    x = bf16 ? bf16_round(x) : x;
-                }
                 _mm512_store_ps(kr + (size_t)c * (size_t)d + j, x);
             }
         }
@@ -297,7 +289,6 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, 
     const float *vs = v + (size_t)c0 * (size_t)d;
     if (kblock_v_inplace(v, cnt)) {
         b->vt = vs;
-        b->vrnd = bf16;
         b->cold_v = 1;
         return;
     }
@@ -306,10 +297,8 @@ static void kblock_inplace(const float *k, const float *v, int64_t c0, int cnt, 
             pf_step(pf);
         for (int j = 0; j < d; j += 16) {
             __m512 x = _mm512_setzero_ps();
-            if (c < cnt) {
+            if (c < cnt)
                 x = _mm512_loadu_ps(vs + (size_t)c * (size_t)d + j);
-                x = bf16 ? bf16_round(x) : x;
-            }
             _mm512_store_ps(vt + (size_t)c * (size_t)d + j, x);
         }
     }
@@ -435,16 +424,15 @@ static void qk_run(const float *const *qr, int R, const float *kt, int d, float 
 #undef QK_DANY
 }
 
-/* acc[r][0 .. 16*NV) += sum_c P[r][c] * vt[c][0 .. 16*NV) for R rows (acc row stride dp,
- * P row stride BC), cnt keys of a packed block (vt row stride dp, aligned). With one
- * row, even and odd keys go to separate accumulators (8 FMA chains, not 4).
- * One pf_step (pf may be NULL) per 16 keys, outside the inner loop. RND: the v values
- * are rounded to bf16 as they are loaded. */
-RB_AI void pv_tile(const int R, const int NV, const int RND, const float *P, const float *vt,
-                   size_t dp, int cnt, float *acc, rb_pf *pf)
+/* acc[r][0 .. 16*NV) += sum_c P[r][c] * vt[c][0 .. 16*NV) for R <= TR rows (acc row
+ * stride dp, P row stride BC), cnt keys of a packed block (vt row stride dp, aligned).
+ * With one row, even and odd keys go to separate accumulators (8 FMA chains, not 4).
+ * One pf_step (pf may be NULL) per 16 keys, outside the inner loop. */
+RB_AI void pv_tile(const int R, const int NV, const float *P, const float *vt, size_t dp,
+                   int cnt, float *acc, rb_pf *pf)
 {
-    __m512 a[RG][4], e[4];
-#pragma GCC unroll 12
+    __m512 a[TR][4], e[4];
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
@@ -462,14 +450,8 @@ RB_AI void pv_tile(const int R, const int NV, const int RND, const float *P, con
                 const __m512 p0 = _mm512_set1_ps(P[c]), p1 = _mm512_set1_ps(P[c + 1]);
 #pragma GCC unroll 4
                 for (int w = 0; w < NV; w++) {
-                    __m512 x0 = _mm512_load_ps(vr + 16 * w);
-                    __m512 x1 = _mm512_load_ps(vr + dp + 16 * w);
-                    if (RND) {
-                        x0 = bf16_round(x0);
-                        x1 = bf16_round(x1);
-                    }
-                    a[0][w] = _mm512_fmadd_ps(p0, x0, a[0][w]);
-                    e[w] = _mm512_fmadd_ps(p1, x1, e[w]);
+                    a[0][w] = _mm512_fmadd_ps(p0, _mm512_load_ps(vr + 16 * w), a[0][w]);
+                    e[w] = _mm512_fmadd_ps(p1, _mm512_load_ps(vr + dp + 16 * w), e[w]);
                 }
             }
         }
@@ -477,12 +459,9 @@ RB_AI void pv_tile(const int R, const int NV, const int RND, const float *P, con
             const float *vr = vt + (size_t)c * dp;
             __m512 x[4];
 #pragma GCC unroll 4
-            for (int w = 0; w < NV; w++) {
+            for (int w = 0; w < NV; w++)
                 x[w] = _mm512_load_ps(vr + 16 * w);
-                if (RND)
-                    x[w] = bf16_round(x[w]);
-            }
-#pragma GCC unroll 12
+#pragma GCC unroll 6
             for (int r = 0; r < R; r++) {
                 const __m512 pb = _mm512_set1_ps(P[r * BC + c]);
 #pragma GCC unroll 4
@@ -496,78 +475,56 @@ RB_AI void pv_tile(const int R, const int NV, const int RND, const float *P, con
         for (int w = 0; w < NV; w++)
             a[0][w] = _mm512_add_ps(a[0][w], e[w]);
     }
-#pragma GCC unroll 12
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int w = 0; w < NV; w++)
             _mm512_store_ps(acc + (size_t)r * dp + 16 * w, a[r][w]);
 }
 
-/* pv_nv: the 16-dim vectors per row of one pv_tile pass over R rows at once: 4 (64
- * dims) up to TR rows, else 2 (32 dims, at most 24 accumulators). */
-RB_AI int pv_nv(int R) { return R <= TR ? 4 : 2; }
-
-/* pv_split: whether pv_rows takes R rows as two tiles (TR and R - TR rows, 64 dims per
- * pass) rather than one of R rows (32 dims per pass): yes, unless the v values are
- * rounded as they are loaded (RND, the bf16 probe's V read in place), where one tile
- * rounds each value once for all R rows (1-2 % faster on the bf16 probe). */
-RB_AI int pv_split(int R, int RND) { return R > TR && !RND; }
-
-/* pv_tiles: acc[r][0..dp) += P[r] . V over cnt keys for R rows as one tile: passes of
- * 16 * pv_nv(R) dims, then 16 at a time for the rest of dp; RND as in pv_tile. */
-RB_AI void pv_tiles(const int R, const int RND, const float *P, const float *vt, size_t dp,
-                    int cnt, float *acc, rb_pf *pf)
+/* pv_tiles: acc[r][0..dp) += P[r] . V over cnt keys for R <= TR rows as one tile:
+ * passes of 64 dims, then 16 at a time for the rest of dp. */
+RB_AI void pv_tiles(const int R, const float *P, const float *vt, size_t dp, int cnt,
+                    float *acc, rb_pf *pf)
 {
-    const int NV = pv_nv(R);
     size_t j0 = 0;
-    for (; j0 + 16 * (size_t)NV <= dp; j0 += 16 * (size_t)NV)
-        pv_tile(R, NV, RND, P, vt + j0, dp, cnt, acc + j0, pf);
+    for (; j0 + 64 <= dp; j0 += 64)
+        pv_tile(R, 4, P, vt + j0, dp, cnt, acc + j0, pf);
     for (; j0 < dp; j0 += 16)
-        pv_tile(R, 1, RND, P, vt + j0, dp, cnt, acc + j0, pf);
+        pv_tile(R, 1, P, vt + j0, dp, cnt, acc + j0, pf);
 }
 
-/* pv_rows: pv_tiles for R <= 2 TR rows, as two tiles when pv_split says so. */
-RB_AI void pv_rows(const int R, const int RND, const float *P, const float *vt, size_t dp,
-                   int cnt, float *acc, rb_pf *pf)
-{
-    if (pv_split(R, RND)) {
-        pv_tiles(TR, RND, P, vt, dp, cnt, acc, pf);
-        pv_tiles(R - TR, RND, P + TR * BC, vt, dp, cnt, acc + TR * dp, pf);
-    } else {
-        pv_tiles(R, RND, P, vt, dp, cnt, acc, pf);
-    }
-}
-
-/* pv_steps: the pf_steps pv_rows takes for R rows, dp dims and cnt keys (one per 16
- * keys of each pass over a slice of dims, of each tile); rnd as pv_rows' RND. */
-static int64_t pv_steps(int R, int rnd, size_t dp, int cnt)
-{
-    const int tiles = pv_split(R, rnd) ? 2 : 1;
-    const size_t w = 16 * (size_t)pv_nv(tiles == 2 ? TR : R);
-    return (int64_t)tiles * (int64_t)(dp / w + dp % w / 16) * ((cnt + 15) / 16);
-}
-
-/* pv_steps_rows: pv_steps summed over the row groups (RG at a time) of nr rows. */
-static int64_t pv_steps_rows(int64_t nr, int rnd, size_t dp, int cnt)
-{
-    return nr / RG * pv_steps(RG, rnd, dp, cnt) +
-           (nr % RG ? pv_steps((int)(nr % RG), rnd, dp, cnt) : 0);
-}
-
-/* pv_run: pv_rows with the row count and rnd (v rounded to bf16 as it is loaded) made
- * constants; one pf_step (pf may be NULL) per 16 keys of each pass (pv_steps). */
-static void pv_run(int R, int rnd, const float *P, const float *vt, size_t dp, int cnt,
+/* pv_rows: pv_tiles for R <= 2 TR rows, as a TR-row tile and the rest past TR rows. */
+RB_AI void pv_rows(const int R, const float *P, const float *vt, size_t dp, int cnt,
                    float *acc, rb_pf *pf)
 {
-#define PV_R(RR) pv_rows(RR, 0, P, vt, dp, cnt, acc, pf)
-#define PV_RND(RR) pv_rows(RR, 1, P, vt, dp, cnt, acc, pf)
-    if (rnd) {
-        RB_ROW_CASES(PV_RND)
+    if (R > TR) {
+        pv_tiles(TR, P, vt, dp, cnt, acc, pf);
+        pv_tiles(R - TR, P + TR * BC, vt, dp, cnt, acc + TR * dp, pf);
     } else {
-        RB_ROW_CASES(PV_R)
+        pv_tiles(R, P, vt, dp, cnt, acc, pf);
     }
+}
+
+/* pv_steps_rows: the pf_steps pv_rows (and pv2_run, which steps once per 8 key pairs:
+ * as often) takes over the row groups (RG at a time) of nr rows, dp dims and cnt keys:
+ * one per 16 keys of each pass over a slice of dims, of each tile. */
+static int64_t pv_steps_rows(int64_t nr, size_t dp, int cnt)
+{
+    int64_t tiles = nr / RG * (RG > TR ? 2 : 1);
+    if (nr % RG)
+        tiles += nr % RG > TR ? 2 : 1;
+    return tiles * (int64_t)(dp / 64 + dp % 64 / 16) * ((cnt + 15) / 16);
+}
+
+/* pv_run: pv_rows with the row count made a constant; one pf_step (pf may be NULL) per
+ * 16 keys of each pass (pv_steps_rows). */
+static void pv_run(int R, const float *P, const float *vt, size_t dp, int cnt, float *acc,
+                   rb_pf *pf)
+{
+#define PV_R(RR) pv_rows(RR, P, vt, dp, cnt, acc, pf)
+    RB_ROW_CASES(PV_R);
 #undef PV_R
-#undef PV_RND
 }
 
 /* sum16: the 16 horizontal sums of a[0..16) as one vector, lane i = the sum of the
@@ -635,8 +592,8 @@ RB_AI __m512i bf16x2(__m512 lo, __m512 hi)
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
-/* bf16_pairs: np2(d) pairs of bf16 per row for the VDPBF16PS path: (d + 1) / 2 rounded
- * up to 16, so that K transposes in whole 16 x 16 squares (pairs past d are 0). */
+/* bf16_np: the bf16 pairs per row of the VDPBF16PS path, (d + 1) / 2 rounded up to 16,
+ * so that a row is whole 64-byte vectors (pairs past d are 0). */
 static int bf16_np(int d) { return (int)(((unsigned)(d + 1) / 2u + 15u) & ~15u); }
 
 /* bf16_row_pairs: one row of d floats as np bf16 pairs into dst (64-byte aligned), zero
@@ -678,7 +635,6 @@ static void kblock_pack_bf16(const float *k, const float *v, int64_t c0, int cnt
     b->kt = b->vt = b->kr = NULL;
     b->kr2 = kr2;
     b->vt2 = NULL;
-    b->vrnd = 0;
     b->cold_k = b->cold_v = 0;
     if (!v)
         return;
@@ -850,17 +806,6 @@ static void pv2_run(int R, const uint32_t *PP, const uint32_t *vt2, size_t dp, i
     } while (0)
     RB_ROW_CASES(PV2_R);
 #undef PV2_R
-}
-
-/* pv2_steps_rows: the pf_steps pv2_run takes over the row groups (RG at a time) of nr
- * rows: per tile, per pass over dims, one per 8 of the ntp key pairs. */
-static int64_t pv2_steps_rows(int64_t nr, size_t dp, int ntp)
-{
-    const int64_t passes = (int64_t)(dp / 64 + dp % 64 / 16), per = (ntp + 7) / 8;
-    int64_t tiles = nr / RG * 2;
-    if (nr % RG)
-        tiles += nr % RG > TR ? 2 : 1;
-    return tiles * passes * per;
 }
 
 /* qk_lane_d: S[0..BC) = <q, k_c> for one row q against BC key rows kr (row stride d, d a
@@ -1077,19 +1022,11 @@ typedef struct {
 
 /* block_rows_steps: the pf_steps to pace a prefetch over, for nr rows seeing a block
  * of cnt keys in block_rows_run (a little over the count: 3 per row group), with V or
- * not, read in place or packed, and V rounded as PV loads it or not (rnd: b->vrnd). */
-static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int inplace,
-                                int rnd)
+ * not, scored by rows (qk_lane, qk2_lane: `lanes`) or packed. */
+static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int lanes)
 {
-    return 3 * ((nr + RG - 1) / RG) + nr + (inplace ? (BC / 16) * nr : 0) +
-           (has_v ? pv_steps_rows(nr, rnd, dp, cnt) : 0);
-}
-
-/* block_rows_steps2: block_rows_steps for a kblock_pack_bf16 block (pv2_run's steps). */
-static int64_t block_rows_steps2(int64_t nr, size_t dp, int cnt, int has_v)
-{
-    return 3 * ((nr + RG - 1) / RG) + nr + (BC / 16) * nr +
-           (has_v ? pv2_steps_rows(nr, dp, (cnt + 1) / 2) : 0);
+    return 3 * ((nr + RG - 1) / RG) + nr + (lanes ? (BC / 16) * nr : 0) +
+           (has_v ? pv_steps_rows(nr, dp, cnt) : 0);
 }
 
 /* l1_prefetch: ask for the `bytes` from p in L1, one PREFETCHT0 per 64 bytes (a hint:
@@ -1153,9 +1090,10 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         for (int64_t r = g; r < ge; r++) {
             const int64_t i = r - s0, pos = c->rows[r].pos;
             const int masked = !(b->cnt == BC && b->kmax <= pos);
-            seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2, c->bf16,
-                                st->m + i, st->l + 16 * i, st->u + 16 * i,
-                                st->acc + (size_t)i * st->dp, st->dp);
+            /* (p rounded to bf16 here only for fp32 PV: the pairs' conversion rounds) */
+            seen |= softmax_row(S + (size_t)(r - g0) * BC, masked, b, pos, c->c2,
+                                c->bf16 && !b->vt2, st->m + i, st->l + 16 * i,
+                                st->u + 16 * i, st->acc + (size_t)i * st->dp, st->dp);
             pf_step(pf);
         }
         if (seen)
@@ -1166,7 +1104,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
         const int R = i1 - g < RG ? (int)(i1 - g) : RG;
         if (b->vt2 && (any[grp / 64] >> (grp % 64) & 1u)) {
-            /* the group's p (already bf16 values) as bf16 pairs of keys */
+            /* the group's p as bf16 pairs of keys (rounded here, not by softmax_row) */
             _Alignas(64) uint32_t PP[RG * (BC / 2)];
             for (int r = 0; r < R; r++) {
                 const float *Sr = S + (size_t)(g - g0 + r) * BC;
@@ -1179,7 +1117,7 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
                     st->acc + (size_t)(g - s0) * st->dp, pf);
         }
         if (b->vt && (any[grp / 64] >> (grp % 64) & 1u))
-            pv_run(R, b->vrnd, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
+            pv_run(R, S + (size_t)(g - g0) * BC, b->vt, st->dp, b->cnt,
                    st->acc + (size_t)(g - s0) * st->dp, pf);
         pf_step(pf);
     }
@@ -1293,8 +1231,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                              kb[b].vt ? (const char *)kb[b].vt + (size_t)BC * c->dp * sizeof(float)
                                       : NULL,
                              (int64_t)BC * (int64_t)c->dp / 16,
-                             block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0,
-                                              kb[b].vrnd));
+                             block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0));
                 }
                 block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
                 if ((b + 1) % FLUSH_BLOCKS == 0 && b + 1 < nkb) {
@@ -1467,13 +1404,11 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                  * group phase and visible row, per 16 keys of a row when the block is
                  * read in place, and per 16 keys of each PV pass */
                 const int64_t steps =
-                    c->q2 ? BC / 16 + (c->v ? BC / 8 : 0) +
-                                block_rows_steps2(nr, c->dp, cnt, c->v != NULL) :
-                    (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
-                    (c->v && !(inplace && kblock_v_inplace(c->v, cnt)) ? BC / 16 : 0) +
-                    (inplace && (c->bf16 || cnt < BC) ? BC / 16 : 0) +
-                    block_rows_steps(nr, c->dp, cnt, c->v != NULL, inplace,
-                                     c->bf16 && inplace && kblock_v_inplace(c->v, cnt));
+                    (c->q2 ? BC / 16 + (c->v ? BC / 8 : 0) :
+                     (cnt == BC && !inplace ? (c->d / 16) * (BC / 16) : 0) +
+                         (c->v && !(inplace && kblock_v_inplace(c->v, cnt)) ? BC / 16 : 0) +
+                         (inplace && cnt < BC ? BC / 16 : 0)) +
+                    block_rows_steps(nr, c->dp, cnt, c->v != NULL, c->q2 || inplace);
                 consumed += b < nwhole ? blines : 0;
                 /* the key positions of the next KO_AHEAD blocks into L2 as well (8
                  * lines a block; kblock_positions stalled on them: 1 thread 2.5-3.7 %
@@ -1491,7 +1426,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                     kblock_pack_bf16(c->k, c->v, c0, cnt, c->d, c->dp, &pf, (uint32_t *)kt,
                                      (uint32_t *)vt, &blk);
                 else if (inplace)
-                    kblock_inplace(c->k, c->v, c0, cnt, c->d, c->bf16, &pf, kt, vt, &blk);
+                    kblock_inplace(c->k, c->v, c0, cnt, c->d, &pf, kt, vt, &blk);
                 else
                     rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
                                    &blk);
@@ -1678,7 +1613,7 @@ double rb_attn_avx512_tiles(int64_t iters, float seed)
         qr[r] = q + r * D;
     for (int64_t it = 0; it < iters; it++) {
         qk_run(qr, RG, kt, D, S);
-        pv_run(RG, 0, S, vt, D, BC, acc, NULL);
+        pv_run(RG, S, vt, D, BC, acc, NULL);
         __asm__ volatile("" : : "r"(S), "r"(acc) : "memory");
     }
     double sum = 0.0;
