@@ -115,7 +115,11 @@ def main():
                            "the staged file never showed, or the ignored signal stopped "
                            "the run")
         if bad:
-            failed.append(bad)
+            # what the run left, so that a rare failure (seen once more in a loaded CI
+            # run, 2026-12-01, without the retry above firing) says which case it was
+            same = os.path.exists(out) and digest(out) == before
+            failed.append(f"{bad} [left behind: {mine()}; {out} unchanged: {same}; "
+                          f"tries: {attempt + 1}]")
         elif mine():
             failed.append(f"replacing, {label}: left behind {mine()}")
         elif not os.path.exists(out) or digest(out) != before:
