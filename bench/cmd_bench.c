@@ -1117,7 +1117,7 @@ int rb_cmd_bench(int argc, char **argv)
             printf(", %.1f GFLOP/s %d threads", pk.fma_other[i], pk.other[i]);
         printf("\n");
         if (pk.tiles1 > 0)
-            printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, all in L1, "
+            printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, in L1/L2, "
                    "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",

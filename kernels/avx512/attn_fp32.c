@@ -1592,7 +1592,7 @@ int rb_attn_tile_avx512_bf16ko_probe(const float *q, const int64_t *q_pos, int64
 }
 
 /* rb_attn_avx512_tiles: see rb_peak.h. One 64-key block (K^T and V packed as the
- * kernel packs them) and 12 query rows, all in L1: per iteration qk_run (12 x 64
+ * kernel packs them) and 12 query rows, 79 KiB (L1 and L2): per iteration qk_run (12 x 64
  * scores) and pv_run (12 x 128 outputs over 64 keys) at d = 128, the register tiles of
  * a full row group, with no softmax in between (P is the score tile itself, kept
  * small so that nothing overflows). */

@@ -14,7 +14,7 @@ double rb_peak_fma_avx512(int64_t iters, float seed);
 /* rb_attn_avx512_tiles: run `iters` iterations of the fp32 avx512 kernel's register
  * tiles alone (kernels/avx512/attn_fp32.c) on the calling thread: the scores of 12
  * query rows against one packed 64-key block and the PV update of those 12 rows over
- * the block, head_dim 128, every operand in L1, no softmax: 2 * 2 * 12 * 64 * 128 =
+ * the block, head_dim 128, no softmax, 79 KiB of operands (L1 and L2): 2 * 2 * 12 * 64 * 128 =
  * 393,216 FLOP per iteration. Returns a value that depends on the results. Needs
  * AVX-512F and OS ZMM state. */
 double rb_attn_avx512_tiles(int64_t iters, float seed);
