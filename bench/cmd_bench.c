@@ -58,6 +58,7 @@ typedef struct {
 typedef struct {
     double fma1, fma_all, triad1, triad_all;
     double tiles1; /* rb_tile_ceiling_gflops, -1 where there is no avx512 kernel */
+    double dpbf16; /* rb_peak_dpbf16_gflops (1 thread), -1 without AVX512_BF16 */
     size_t triad_bytes;
     /* both peaks at each other --threads count (neither 1 nor all), measured too */
     int n_other, other[MAX_THREADS];
@@ -587,7 +588,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
         const struct { const char *k; double v; } fa[] = {
             {"peak_gflops_1thread", pk->fma1}, {"peak_gflops_all", pk->fma_all},
             {"triad_gbps_1thread", pk->triad1}, {"triad_gbps_all", pk->triad_all},
-            {"tile_ceiling_gflops_1thread", pk->tiles1}};
+            {"tile_ceiling_gflops_1thread", pk->tiles1},
+            {"dpbf16_peak_gflops_1thread", pk->dpbf16}};
         for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
             if ((rc = rb_results_attr_f64(res, "/bench.new", fa[i].k, fa[i].v, err, el))) goto cleanup;
         if ((rc = rb_results_attr_i64(res, "/bench.new", "threads_all", o->all_threads, err, el)) ||
@@ -888,7 +890,7 @@ int rb_cmd_bench(int argc, char **argv)
     FILE *jf = NULL;
     row_list rl = {NULL, 0, MAX_ROWS};
     char err[512], missing[128] = "";
-    bench_peaks pk = {.tiles1 = -1};
+    bench_peaks pk = {.tiles1 = -1, .dpbf16 = -1};
 
     optind = 1;
     opterr = 0;
@@ -1080,6 +1082,7 @@ int rb_cmd_bench(int argc, char **argv)
         pk.fma1 = rb_peak_fma_gflops(1, secs);
         pk.fma_all = rb_peak_fma_gflops(o.all_threads, secs);
         pk.tiles1 = rb_tile_ceiling_gflops(secs);
+        pk.dpbf16 = rb_peak_dpbf16_gflops(secs);
         pk.triad1 = rb_triad_gbps(1, bytes);
         pk.triad_all = rb_triad_gbps(o.all_threads, bytes);
         int triad_ok = pk.triad1 > 0 && pk.triad_all > 0;
@@ -1120,6 +1123,10 @@ int rb_cmd_bench(int argc, char **argv)
             printf("# avx512 fp32 register tiles alone (12x64 QK^T + PV, d=128, in L1/L2, "
                    "no softmax): %.1f GFLOP/s 1 thread = %.3f of peak, the fused kernel's "
                    "ceiling\n", pk.tiles1, pk.tiles1 / pk.fma1);
+        if (pk.dpbf16 > 0)
+            printf("# peak VDPBF16PS (bf16 pairs into fp32, measured): %.1f GFLOP/s 1 thread = "
+                   "%.2f x the FMA peak (what the bf16 kernels' VDPBF16PS products can reach)\n",
+                   pk.dpbf16, pk.dpbf16 / pk.fma1);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
                RB_HUGE_MIN >> 20, rb_kernels_hugepages(rb_cli_thp_setting()));
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread",

@@ -128,6 +128,39 @@ double rb_tile_ceiling_gflops(double seconds)
 #endif
 }
 
+double rb_peak_dpbf16_gflops(double seconds)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    if (!(ci.avx512f && ci.avx512_bf16 && ci.os_zmm))
+        return -1.0;
+    if (!(seconds > 0))
+        seconds = 0.2;
+    const int64_t chunk = 200000;
+    double sink = 0, best = 0;
+    const double w0 = now_s();
+    while (now_s() - w0 < 0.1 * seconds)
+        sink += rb_peak_dpbf16_avx512(chunk, 1.0f);
+    /* the best of PEAK_WINDOWS windows, as rb_peak_fma_gflops */
+    const double t0 = now_s();
+    for (int w = 0; w < PEAK_WINDOWS; w++) {
+        int64_t iters = 0;
+        const double ws = now_s();
+        double t1 = ws;
+        do {
+            sink += rb_peak_dpbf16_avx512(chunk, 1.0f);
+            iters += chunk;
+            t1 = now_s();
+        } while (t1 - ws < seconds / PEAK_WINDOWS);
+        const double rate = 768.0 * (double)iters / (t1 - ws) * 1e-9;
+        best = rate > best ? rate : best;
+        if (t1 - t0 >= seconds)
+            break;
+    }
+    peak_sink = sink;
+    return best;
+}
+
 double rb_triad_gbps(int threads, size_t bytes_per_array)
 {
     const size_t n = bytes_per_array / sizeof(double);

@@ -319,10 +319,12 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
                "row's thread count for causal rows, and GB/s over the triad bandwidth for "
                "probe and rope rows (column peak), both measured by the same bench run.");
     static const char *pk[] = {"peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
-                               "triad_gbps_all", "tile_ceiling_gflops_1thread"};
+                               "triad_gbps_all", "tile_ceiling_gflops_1thread",
+                               "dpbf16_peak_gflops_1thread"};
     static const char *pl[] = {"FMA peak %.1f GFLOP/s (1 thread)", ", %.1f GFLOP/s (all threads)",
                                "; triad %.1f GB/s (1 thread)", ", %.1f GB/s (all threads)",
-                               "; register-tile ceiling %.1f GFLOP/s (1 thread)"};
+                               "; register-tile ceiling %.1f GFLOP/s (1 thread)",
+                               "; VDPBF16PS peak %.1f GFLOP/s (1 thread)"};
     fprintf(o, " That run measured: ");
     for (size_t i = 0; i < sizeof pk / sizeof pk[0]; i++) {
         const char *v = attr_value(&b->attrs, pk[i]);

@@ -33,11 +33,13 @@ def load_h5(path):
         g = f["/bench"]
         for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                   "triad_gbps_all", "threads_all", "cpu_model", "flop_counting",
-                  "tile_ceiling_gflops_1thread"):
+                  "tile_ceiling_gflops_1thread", "dpbf16_peak_gflops_1thread"):
             if a not in g.attrs:
                 raise SystemExit(f"FAIL /bench lacks attribute {a}")
         check_tiles(float(g.attrs["tile_ceiling_gflops_1thread"]),
                     float(g.attrs["peak_gflops_1thread"]), "/bench attribute")
+        check_dpbf16(float(g.attrs["dpbf16_peak_gflops_1thread"]),
+                     float(g.attrs["peak_gflops_1thread"]), "/bench attribute")
         cols = {k: g[k][()] for k in g.keys()}
         n = len(cols["kernel"])
         for k, v in cols.items():
@@ -63,6 +65,10 @@ def load_h5(path):
 
 # which kernels the binary has; set by drive() before any file is read
 HAS_AVX512 = None
+
+
+# set by drive(): whether the binary has the avx512_bf16 kernel
+HAS_BF16 = None
 
 
 # set by drive(): the ropebench binary, so that check_tiles can measure again
@@ -100,6 +106,30 @@ def check_tiles(tiles, peak, where):
                              f"{len(seen)} runs: {seen}")
     elif tiles != -1:
         raise SystemExit(f"FAIL {where}: tile ceiling {tiles} without the avx512 kernel")
+
+
+def dpbf16_peak(text):
+    """The VDPBF16PS peak and its stated ratio to the FMA peak from a table's header."""
+    m = re.search(r"# peak VDPBF16PS \(bf16 pairs into fp32, measured\): ([0-9.]+) GFLOP/s 1 "
+                  r"thread = ([0-9.]+) x the FMA peak", text)
+    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
+
+
+def check_dpbf16(dp, peak, where):
+    """The VDPBF16PS peak: -1 without AVX512_BF16, else between 0.05 and 4.5 times the
+    FMA peak of the same run. A VDPBF16PS does 64 FLOP, twice an FMA's 32, and no core
+    issues it faster than twice its FMA rate: more than 4.5x (or less than 0.05x) means
+    a wrong FLOP count or a loop the compiler removed. (A Sapphire Rapids class Xeon
+    read 0.50x, 2026-12-02.)"""
+    has = HAS_BF16
+    if has is None:  # --h5 on a file from elsewhere: only the bound
+        has = dp != -1
+    if not has:
+        if dp != -1:
+            raise SystemExit(f"FAIL {where}: VDPBF16PS peak {dp} without the bf16 kernel")
+        return
+    if not (0.05 * peak <= dp <= 4.5 * peak):
+        raise SystemExit(f"FAIL {where}: VDPBF16PS peak {dp} GFLOP/s against FMA peak {peak}")
 
 
 def available_kernels(exe):
@@ -168,10 +198,11 @@ def drive(exe, work, launcher):
     import h5py
     import numpy as np
     os.makedirs(work, exist_ok=True)
-    global HAS_AVX512, EXE
+    global HAS_AVX512, HAS_BF16, EXE
     EXE = exe
     kernels = available_kernels(exe)
     HAS_AVX512 = "avx512" in kernels
+    HAS_BF16 = "avx512_bf16" in kernels
     js = os.path.join(work, "bench.json")
     p = run([exe, "bench", "--quick", "--json", js])
     if not p.stdout.startswith("# ropebench bench") or "peak FMA" not in p.stdout:
@@ -181,6 +212,13 @@ def drive(exe, work, launcher):
         raise SystemExit(f"FAIL peak or tile-ceiling line missing or unexpected:\n{p.stdout}")
     if tiles is not None:
         check_tiles(tiles, peak, "table header")
+    dp, ratio = dpbf16_peak(p.stdout)
+    if (dp is not None) != HAS_BF16:
+        raise SystemExit(f"FAIL VDPBF16PS peak line missing or unexpected:\n{p.stdout}")
+    if dp is not None:
+        check_dpbf16(dp, peak, "table header")
+        if abs(ratio - dp / peak) > 0.006:
+            raise SystemExit(f"FAIL VDPBF16PS line: ratio {ratio} is not {dp} / {peak}")
     with open(js) as f:
         rows_all = json.load(f)
     check(rows_all, kernels)

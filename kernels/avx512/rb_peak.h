@@ -11,6 +11,12 @@
  * and OS ZMM state. */
 double rb_peak_fma_avx512(int64_t iters, float seed);
 
+/* rb_peak_dpbf16_avx512: run `iters` iterations of 12 independent VDPBF16PS chains
+ * (each instruction 16 lanes x 2 bf16 products added to fp32: 64 FLOP, 768 per
+ * iteration) on the calling thread; returns a value that depends on every result.
+ * Needs AVX512_BF16 and OS ZMM state. */
+double rb_peak_dpbf16_avx512(int64_t iters, float seed);
+
 /* rb_attn_avx512_tiles: run `iters` iterations of the fp32 avx512 kernel's register
  * tiles alone (kernels/avx512/attn_fp32.c) on the calling thread: the scores of 12
  * query rows against one packed 64-key block and the PV update of those 12 rows over
