@@ -54,47 +54,51 @@ static volatile double peak_sink;
 /* timed windows per rb_peak_fma_gflops call (each at least one chunk long) */
 #define PEAK_WINDOWS 8
 
+/* best_rate: the calling thread's rate in GFLOP/s of fn (`flop` FLOP per iteration,
+ * called `chunk` iterations at a time): a warm-up of 0.1*seconds (clock and power-license
+ * ramp), a barrier (orphaned: every thread of an enclosing team calls this), then
+ * PEAK_WINDOWS windows of seconds/PEAK_WINDOWS, each at least one chunk long; the best
+ * window's rate (a capability, as STREAM reports its best time: a time slice lost to
+ * another process or to the hypervisor only lowers the windows it falls in). */
+static double best_rate(double (*fn)(int64_t, float), int64_t chunk, double flop,
+                        double seconds)
+{
+    double sink = 0, best = 0.0;
+    const double w0 = now_s();
+    while (now_s() - w0 < 0.1 * seconds)
+        sink += fn(chunk, 1.0f);
+#pragma omp barrier
+    const double t0 = now_s();
+    for (int w = 0; w < PEAK_WINDOWS; w++) {
+        int64_t iters = 0;
+        const double ws = now_s();
+        double t1 = ws;
+        do {
+            sink += fn(chunk, 1.0f);
+            iters += chunk;
+            t1 = now_s();
+        } while (t1 - ws < seconds / PEAK_WINDOWS);
+        const double rate = flop * (double)iters / (t1 - ws) * 1e-9;
+        best = rate > best ? rate : best;
+        if (t1 - t0 >= seconds)
+            break;
+    }
+    peak_sink = sink;
+    return best;
+}
+
 double rb_peak_fma_gflops(int threads, double seconds)
 {
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
     const int zmm = ci.avx512f && ci.os_zmm;
-    const double flop_per_iter = zmm ? 384.0 : 256.0;
-    const int64_t chunk = zmm ? 200000 : 100000;
     if (!(seconds > 0))
         seconds = 0.2;
     const int nt = resolve_threads(threads);
     double total = 0.0;
 #pragma omp parallel num_threads(nt) reduction(+ : total)
-    {
-        double sink = 0;
-        /* warm-up (clock and power-license ramp), then timed chunks until `seconds` */
-        const double w0 = now_s();
-        while (now_s() - w0 < 0.1 * seconds)
-            sink += zmm ? rb_peak_fma_avx512(chunk, 1.0f) : peak_loop_c(chunk, 1.0f);
-#pragma omp barrier
-        /* PEAK_WINDOWS windows of seconds/PEAK_WINDOWS; the thread's rate is its best
-         * window's (a capability, as STREAM reports its best time: a time slice lost to
-         * another process or to the hypervisor only lowers the windows it falls in) */
-        double best = 0.0;
-        const double t0 = now_s();
-        for (int w = 0; w < PEAK_WINDOWS; w++) {
-            int64_t iters = 0;
-            const double ws = now_s();
-            double t1 = ws;
-            do {
-                sink += zmm ? rb_peak_fma_avx512(chunk, 1.0f) : peak_loop_c(chunk, 1.0f);
-                iters += chunk;
-                t1 = now_s();
-            } while (t1 - ws < seconds / PEAK_WINDOWS);
-            const double rate = flop_per_iter * (double)iters / (t1 - ws) * 1e-9;
-            best = rate > best ? rate : best;
-            if (t1 - t0 >= seconds)
-                break;
-        }
-        total += best;
-        peak_sink = sink;
-    }
+    total += zmm ? best_rate(rb_peak_fma_avx512, 200000, 384.0, seconds)
+                 : best_rate(peak_loop_c, 100000, 256.0, seconds);
     return total;
 }
 
@@ -105,23 +109,7 @@ double rb_tile_ceiling_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.os_zmm))
         return -1.0;
-    if (!(seconds > 0))
-        seconds = 0.2;
-    const int64_t chunk = 2000;
-    double sink = 0;
-    const double w0 = now_s();
-    while (now_s() - w0 < 0.1 * seconds)
-        sink += rb_attn_avx512_tiles(chunk, 1.0f);
-    int64_t iters = 0;
-    const double t0 = now_s();
-    double t1 = t0;
-    do {
-        sink += rb_attn_avx512_tiles(chunk, 1.0f);
-        iters += chunk;
-        t1 = now_s();
-    } while (t1 - t0 < seconds);
-    peak_sink = sink;
-    return 393216.0 * (double)iters / (t1 - t0) * 1e-9;
+    return best_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds > 0 ? seconds : 0.2);
 #else
     (void)seconds;
     return -1.0;
@@ -134,31 +122,7 @@ double rb_peak_dpbf16_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.avx512_bf16 && ci.os_zmm))
         return -1.0;
-    if (!(seconds > 0))
-        seconds = 0.2;
-    const int64_t chunk = 200000;
-    double sink = 0, best = 0;
-    const double w0 = now_s();
-    while (now_s() - w0 < 0.1 * seconds)
-        sink += rb_peak_dpbf16_avx512(chunk, 1.0f);
-    /* the best of PEAK_WINDOWS windows, as rb_peak_fma_gflops */
-    const double t0 = now_s();
-    for (int w = 0; w < PEAK_WINDOWS; w++) {
-        int64_t iters = 0;
-        const double ws = now_s();
-        double t1 = ws;
-        do {
-            sink += rb_peak_dpbf16_avx512(chunk, 1.0f);
-            iters += chunk;
-            t1 = now_s();
-        } while (t1 - ws < seconds / PEAK_WINDOWS);
-        const double rate = 768.0 * (double)iters / (t1 - ws) * 1e-9;
-        best = rate > best ? rate : best;
-        if (t1 - t0 >= seconds)
-            break;
-    }
-    peak_sink = sink;
-    return best;
+    return best_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds > 0 ? seconds : 0.2);
 }
 
 double rb_triad_gbps(int threads, size_t bytes_per_array)

@@ -1,38 +1,48 @@
-/* peak_fma.c — the AVX-512 FMA throughput loop of the peak-FMA probe: 12 independent
- * fp32 zmm accumulators, enough to cover FMA latency x throughput on current cores. */
+/* peak_fma.c — the AVX-512 throughput loops of the peak probes: 12 independent fp32 zmm accumulators (enough to cover latency x throughput on current cores), updated by FMAs or by VDPBF16PS. */
 #include "rb_peak.h"
 
 #include <immintrin.h>
+
+/* PEAK_LOOP: the body of a peak loop whose step is x = STEP(x) on each of 12
+ * accumulators (six at a time, PEAK_STEP6) started at seed + i; the asm statements keep
+ * each chain as written (no algebraic shortcut across iterations), and the result
+ * depends on every chain. */
+#define PEAK_STEP6(S, a, b, c, d, e, f)                                                   \
+    (a = S(a), b = S(b), c = S(c), d = S(d), e = S(e), f = S(f))
+#define PEAK_LOOP(STEP)                                                                   \
+    __m512 x0 = _mm512_set1_ps(seed), x1 = _mm512_set1_ps(seed + 1),                      \
+           x2 = _mm512_set1_ps(seed + 2), x3 = _mm512_set1_ps(seed + 3),                  \
+           x4 = _mm512_set1_ps(seed + 4), x5 = _mm512_set1_ps(seed + 5),                  \
+           x6 = _mm512_set1_ps(seed + 6), x7 = _mm512_set1_ps(seed + 7),                  \
+           x8 = _mm512_set1_ps(seed + 8), x9 = _mm512_set1_ps(seed + 9),                  \
+           x10 = _mm512_set1_ps(seed + 10), x11 = _mm512_set1_ps(seed + 11);              \
+    for (int64_t it = 0; it < iters; it++) {                                              \
+        PEAK_STEP6(STEP, x0, x1, x2, x3, x4, x5);                                         \
+        PEAK_STEP6(STEP, x6, x7, x8, x9, x10, x11);                                       \
+        __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));         \
+        __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));       \
+    }                                                                                     \
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)), \
+                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7))); \
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));  \
+    return (double)_mm512_reduce_add_ps(s)
 
 double rb_peak_fma_avx512(int64_t iters, float seed)
 {
     /* a*x + b with a slightly below 1 and b small: the values stay finite forever */
     const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(seed * 1e-7f);
-    __m512 x0 = _mm512_set1_ps(seed), x1 = _mm512_set1_ps(seed + 1), x2 = _mm512_set1_ps(seed + 2),
-           x3 = _mm512_set1_ps(seed + 3), x4 = _mm512_set1_ps(seed + 4),
-           x5 = _mm512_set1_ps(seed + 5), x6 = _mm512_set1_ps(seed + 6),
-           x7 = _mm512_set1_ps(seed + 7), x8 = _mm512_set1_ps(seed + 8),
-           x9 = _mm512_set1_ps(seed + 9), x10 = _mm512_set1_ps(seed + 10),
-           x11 = _mm512_set1_ps(seed + 11);
-    for (int64_t it = 0; it < iters; it++) {
-        x0 = _mm512_fmadd_ps(x0, a, b);
-        x1 = _mm512_fmadd_ps(x1, a, b);
-        x2 = _mm512_fmadd_ps(x2, a, b);
-        x3 = _mm512_fmadd_ps(x3, a, b);
-        x4 = _mm512_fmadd_ps(x4, a, b);
-        x5 = _mm512_fmadd_ps(x5, a, b);
-        x6 = _mm512_fmadd_ps(x6, a, b);
-        x7 = _mm512_fmadd_ps(x7, a, b);
-        x8 = _mm512_fmadd_ps(x8, a, b);
-        x9 = _mm512_fmadd_ps(x9, a, b);
-        x10 = _mm512_fmadd_ps(x10, a, b);
-        x11 = _mm512_fmadd_ps(x11, a, b);
-        /* keeps each chain as written (no algebraic shortcut across iterations) */
-        __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));
-        __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
-    }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
-                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));
-    return (double)_mm512_reduce_add_ps(s);
+#define FMA_STEP(v) _mm512_fmadd_ps(v, a, b)
+    PEAK_LOOP(FMA_STEP);
+#undef FMA_STEP
+}
+
+double rb_peak_dpbf16_avx512(int64_t iters, float seed)
+{
+    /* x += 1 * 2^-20 twice per lane (0x3F80 is bf16 1.0, 0x3580 bf16 2^-20): the sums
+     * stay finite for far more iterations than any call runs */
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80);
+    const __m512bh b = (__m512bh)_mm512_set1_epi32(0x35803580);
+#define DP_STEP(v) _mm512_dpbf16_ps(v, a, b)
+    PEAK_LOOP(DP_STEP);
+#undef DP_STEP
 }

@@ -1,5 +1,6 @@
-/* rb_peak.h — internal to kernels/: the AVX-512 FMA throughput loop behind
- * rb_peak_fma_gflops (kernels/peak.c chooses it when the CPU has usable AVX-512). */
+/* rb_peak.h — internal to kernels/: the AVX-512 throughput loops behind
+ * rb_peak_fma_gflops and rb_peak_dpbf16_gflops (kernels/peak.c), and the tile loop behind
+ * rb_tile_ceiling_gflops. */
 #ifndef RB_PEAK_H
 #define RB_PEAK_H
 
