@@ -295,10 +295,11 @@ double rb_peak_fma_gflops(int threads, double seconds);
  * over 64 keys, head_dim 128, no softmax, no memory traffic: 79 KiB in all (each
  * product's operands, 41 KiB, fit a 48 KiB L1 but not a 32 KiB one; the two evict each
  * other, so part comes from L2) -- timed like rb_peak_fma_gflops (warm-up
- * 0.1*seconds, then `seconds`; <= 0: 0.2 s). It is what the fused kernel could reach
- * if the softmax, the packing and the loads from memory cost nothing, so it separates the register kernel's own limit
- * (loads and broadcasts issued next to the FMAs) from the rest. -1 where the avx512
- * kernel is not built or the CPU/OS cannot run it. */
+ * 0.1*seconds, then the best of 8 windows over `seconds`; <= 0: 0.2 s). It is what the
+ * fused kernel could reach if the softmax, the packing and the loads from memory cost
+ * nothing, so it separates the register kernel's own limit (loads and broadcasts issued
+ * next to the FMAs) from the rest. -1 where the avx512 kernel is not built or the
+ * CPU/OS cannot run it. */
 double rb_tile_ceiling_gflops(double seconds);
 
 /* rb_peak_dpbf16_gflops: the bf16 dot-product peak of the calling thread: 12
