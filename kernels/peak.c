@@ -55,14 +55,16 @@ static volatile double peak_sink;
 #define PEAK_WINDOWS 8
 
 /* best_rate: the calling thread's rate in GFLOP/s of fn (`flop` FLOP per iteration,
- * called `chunk` iterations at a time): a warm-up of 0.1*seconds (clock and power-license
- * ramp), a barrier (orphaned: every thread of an enclosing team calls this), then
- * PEAK_WINDOWS windows of seconds/PEAK_WINDOWS, each at least one chunk long; the best
- * window's rate (a capability, as STREAM reports its best time: a time slice lost to
+ * called `chunk` iterations at a time; seconds <= 0: 0.2): a warm-up of 0.1*seconds
+ * (clock and power-license ramp), a barrier (orphaned: every thread of an enclosing
+ * team calls this), then PEAK_WINDOWS windows of seconds/PEAK_WINDOWS, each at least
+ * one chunk long; the best window's rate (a capability, as STREAM reports its best time: a time slice lost to
  * another process or to the hypervisor only lowers the windows it falls in). */
 static double best_rate(double (*fn)(int64_t, float), int64_t chunk, double flop,
                         double seconds)
 {
+    if (!(seconds > 0))
+        seconds = 0.2;
     double sink = 0, best = 0.0;
     const double w0 = now_s();
     while (now_s() - w0 < 0.1 * seconds)
@@ -92,8 +94,6 @@ double rb_peak_fma_gflops(int threads, double seconds)
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
     const int zmm = ci.avx512f && ci.os_zmm;
-    if (!(seconds > 0))
-        seconds = 0.2;
     const int nt = resolve_threads(threads);
     double total = 0.0;
 #pragma omp parallel num_threads(nt) reduction(+ : total)
@@ -109,7 +109,7 @@ double rb_tile_ceiling_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.os_zmm))
         return -1.0;
-    return best_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds > 0 ? seconds : 0.2);
+    return best_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds);
 #else
     (void)seconds;
     return -1.0;
@@ -122,7 +122,7 @@ double rb_peak_dpbf16_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.avx512_bf16 && ci.os_zmm))
         return -1.0;
-    return best_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds > 0 ? seconds : 0.2);
+    return best_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds);
 }
 
 double rb_triad_gbps(int threads, size_t bytes_per_array)

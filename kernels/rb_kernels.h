@@ -304,10 +304,10 @@ double rb_tile_ceiling_gflops(double seconds);
 
 /* rb_peak_dpbf16_gflops: the bf16 dot-product peak of the calling thread: 12
  * independent VDPBF16PS chains (64 FLOP per instruction: 16 lanes, 2 products and 2
- * adds each), no memory traffic, timed like rb_tile_ceiling_gflops (warm-up
- * 0.1*seconds, then `seconds`; <= 0: 0.2 s). What the bf16 kernels' VDPBF16PS products
- * can reach at most; it need not be twice the FMA peak (a core may retire VDPBF16PS
- * more slowly than FMAs). -1 where the CPU or OS cannot run AVX512_BF16. */
+ * adds each), no memory traffic, timed like rb_peak_fma_gflops (warm-up 0.1*seconds,
+ * then the best of 8 windows over `seconds`; <= 0: 0.2 s). What the bf16 kernels'
+ * VDPBF16PS products can reach at most; it need not be twice the FMA peak (a core may
+ * retire VDPBF16PS more slowly than FMAs). -1 where the CPU or OS cannot run AVX512_BF16. */
 double rb_peak_dpbf16_gflops(double seconds);
 
 /* rb_triad_gbps: STREAM triad a[i] = b[i] + s*c[i] over three double arrays of

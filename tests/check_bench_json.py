@@ -117,9 +117,9 @@ def dpbf16_peak(text):
 
 def check_dpbf16(dp, peak, where):
     """The VDPBF16PS peak: -1 without AVX512_BF16, else between 0.05 and 4.5 times the
-    FMA peak of the same run. A VDPBF16PS does 64 FLOP, twice an FMA's 32, and no core
-    issues it faster than twice its FMA rate: more than 4.5x (or less than 0.05x) means
-    a wrong FLOP count or a loop the compiler removed. (A Sapphire Rapids class Xeon
+    FMA peak of the same run. A VDPBF16PS does 64 FLOP, twice an FMA's 32; a core that
+    issued it twice as often as FMAs would read 4x, so more than 4.5x (or less than
+    0.05x) means a wrong FLOP count or a loop the compiler removed. (A Sapphire Rapids class Xeon
     read 0.50x, 2026-12-02.)"""
     has = HAS_BF16
     if has is None:  # --h5 on a file from elsewhere: only the bound
