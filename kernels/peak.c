@@ -58,8 +58,9 @@ static volatile double peak_sink;
  * called `chunk` iterations at a time; seconds <= 0: 0.2): a warm-up of 0.1*seconds
  * (clock and power-license ramp), a barrier (orphaned: every thread of an enclosing
  * team calls this), then PEAK_WINDOWS windows of seconds/PEAK_WINDOWS, each at least
- * one chunk long; the best window's rate (a capability, as STREAM reports its best time: a time slice lost to
- * another process or to the hypervisor only lowers the windows it falls in). */
+ * one chunk long; the best window's rate (a capability, as STREAM reports its best
+ * time: a time slice lost to another process or to the hypervisor only lowers the
+ * windows it falls in). */
 static double best_rate(double (*fn)(int64_t, float), int64_t chunk, double flop,
                         double seconds)
 {
