@@ -98,10 +98,19 @@ def main():
              signal.SIGINT, None),
             ("no mpirun, SIGHUP ignored as under nohup, then SIGTERM",
              [exe, "run"] + tiny + ["-o", out], signal.SIGTERM, signal.SIGHUP)):
-        staged = lambda: any(".partial-" in x for x in os.listdir(work))
+        # ready once the replacement is staged and rank 0 waits in the first case's
+        # hold (its progress line has begun), not as soon as the staged file shows:
+        # between the two rank 0 flushes the new file (MPI_File_sync, an fsync), and
+        # mpirun (Open MPI 4.1) follows the SIGTERM it passes on with SIGKILL about 2 s
+        # later (measured here; odls_base_sigkill_timeout): a rank blocked that long in
+        # a sync on a busy CI disk is killed outright and cleans nothing up (CI,
+        # 2026-12-02: the staged file and the lock left, no line)
+        err_txt = os.path.join(work, "err.txt")
+        staged = lambda: (any(".partial-" in x for x in os.listdir(work)) and
+                          os.path.exists(err_txt) and "[ 1/" in open(err_txt).read())
         want = f"ropebench: interrupted before a case was finished; {out} is left as it was"
         for attempt in range(2):
-            rc, err, ok = stopped(cmd, os.path.join(work, "err.txt"), staged, sig, env, ign)
+            rc, err, ok = stopped(cmd, err_txt, staged, sig, env, ign)
             # mpirun, stopping itself, can drop the last line a rank writes to its
             # stderr pipe (Open MPI's I/O forwarding; seen once under a loaded CI host):
             # a run stopped through mpirun that left no 'interrupted' line at all, and
@@ -112,8 +121,8 @@ def main():
             print(f"note: replacing, {label}: no 'interrupted' line came through mpirun; "
                   "trying once more")
         bad = stop_failure(f"replacing, {label}", rc, err, ok, want,
-                           "the staged file never showed, or the ignored signal stopped "
-                           "the run")
+                           "the staged file or the first case's hold never showed, or the ignored "
+                           "signal stopped the run")
         if bad:
             # what the run left, so that a rare failure (seen once more in a loaded CI
             # run, 2026-12-01, without the retry above firing) says which case it was
