@@ -368,11 +368,14 @@ int rb_cmd_report(int argc, char **argv)
         printf("%s/compare.md\n%s/compare.html\n", out, out);
         return 0;
     }
+    err[0] = '\0';
     int rc = rb_report_write(in, out, err, sizeof err);
     if (rc != RB_OK) {
         fprintf(stderr, "ropebench: %s\n", err);
         return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
     }
+    if (err[0])
+        fprintf(stderr, "ropebench: %s\n", err);
     printf("%s/report.md\n%s/report.html\n", out, out);
     return 0;
 }

@@ -127,6 +127,13 @@ int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
  * path) */
 int rb_results_exists(rb_results *r, const char *path);
 
+/* rb_results_dims: the rank of the integer or floating-point dataset at path (absolute),
+ * its dimensions in dims[0 .. rank) (rank <= maxdims); -1 where path is missing, not a
+ * dataset, of another type class (a string, a compound) or of a rank above maxdims.
+ * Every rank calls it (collective metadata read), and nothing is reported: a caller
+ * checking what a file holds decides what a -1 means. */
+int rb_results_dims(rb_results *r, const char *path, int64_t *dims, int maxdims);
+
 /* Push everything written so far to disk (H5Fflush), so that an interruption later
  * leaves it readable. First rank 0 makes sure the file system will take the whole flush
  * (fallocate: blocks for the file's holes, and past its end room for all the metadata

@@ -517,6 +517,38 @@ int rb_results_exists(rb_results *r, const char *path)
     return e < 0 ? -1 : e;
 }
 
+/* rb_results_dims: see rb_results.h. */
+int rb_results_dims(rb_results *r, const char *path, int64_t *dims, int maxdims)
+{
+    int nd = -1;
+    hid_t d = H5I_INVALID_HID, t = H5I_INVALID_HID, s = H5I_INVALID_HID;
+    if (!r || !dims || path_exists(r->file, path) != 1)
+        goto cleanup;
+    H5O_info_t oi;
+    if (H5Oget_info_by_name(r->file, path, &oi, H5P_DEFAULT) < 0 ||
+        oi.type != H5O_TYPE_DATASET || (d = H5Dopen2(r->file, path, H5P_DEFAULT)) < 0 ||
+        (t = H5Dget_type(d)) < 0 || (s = H5Dget_space(d)) < 0)
+        goto cleanup;
+    const H5T_class_t cl = H5Tget_class(t);
+    const int n = H5Sget_simple_extent_ndims(s);
+    hsize_t hd[H5S_MAX_RANK];
+    if ((cl == H5T_INTEGER || cl == H5T_FLOAT) && n >= 0 && n <= maxdims &&
+        H5Sget_simple_extent_dims(s, hd, NULL) == n) {
+        for (int i = 0; i < n; i++)
+            dims[i] = (int64_t)hd[i];
+        nd = n;
+    }
+cleanup:
+    if (s >= 0)
+        H5Sclose(s);
+    if (t >= 0)
+        H5Tclose(t);
+    if (d >= 0)
+        H5Dclose(d);
+    H5Eclear2(H5E_DEFAULT);
+    return nd;
+}
+
 /* Open the object at path, creating a group (and its parents) when it is missing. */
 static int open_or_make_group(rb_results *r, const char *path, hid_t *obj, char *err,
                               size_t errlen)

@@ -319,6 +319,32 @@ static void case_name(char *buf, size_t len, const rb_config *c, int mi, int64_t
              mode == RB_MODE_FULL ? "full" : "probe", rb_dataset_kind_name(ds));
 }
 
+/* case_intact: 1 if the case group g (of length L) holds what every reader of a
+ * finished case needs, as they read it: seq_len = L, heads = the study's and n_rows >= 1
+ * as integers, rows/position [n_rows] and rows/lse, rows/entropy [heads][n_rows] as
+ * numbers; else 0, and `--resume` redoes the case. Collective (every rank reads the
+ * same metadata). */
+static int case_intact(const rb_run *r, const char *g, int64_t L)
+{
+    char e[256], ds[320];
+    int64_t seq = 0, heads = 0, n = 0, dims[4];
+    if (rb_results_attr_get_i64(r->res, g, "seq_len", &seq, e, sizeof e) != 1 || seq != L ||
+        rb_results_attr_get_i64(r->res, g, "heads", &heads, e, sizeof e) != 1 ||
+        heads != r->cfg->heads ||
+        rb_results_attr_get_i64(r->res, g, "n_rows", &n, e, sizeof e) != 1 || n < 1)
+        return 0;
+    snprintf(ds, sizeof ds, "%s/rows/position", g);
+    if (rb_results_dims(r->res, ds, dims, 4) != 1 || dims[0] != n)
+        return 0;
+    static const char *const hn[] = {"rows/lse", "rows/entropy"};
+    for (size_t i = 0; i < sizeof hn / sizeof *hn; i++) {
+        snprintf(ds, sizeof ds, "%s/%s", g, hn[i]);
+        if (rb_results_dims(r->res, ds, dims, 4) != 2 || dims[0] != heads || dims[1] != n)
+            return 0;
+    }
+    return 1;
+}
+
 /* FLOPs of a case: 4*d per visible (query, key) pair (2d for q.k, 2d for p*v), over
  * heads; full mode has L(L+1)/2 pairs, a probe row at position p sees p+1 keys. */
 static double case_flops(const int64_t *qpos, int64_t nq, int mode, int64_t L, int d, int H)
@@ -518,14 +544,11 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         snprintf(g, sizeof g, "/cases/%s", name);
         rc = rb_results_attr_get_i64(r->res, g, "complete", &complete, e, el);
         if (rc < 0) goto cleanup;
-        /* and only with the per-row results every reader needs (a file edited or damaged
-         * after the fact can say complete without them): else it is redone */
-        static const char *need[] = {"rows/lse", "rows/entropy"};
-        for (size_t i = 0; rc == 1 && complete == 1 && i < sizeof need / sizeof *need; i++) {
-            char ds[320];
-            snprintf(ds, sizeof ds, "%s/%s", g, need[i]);
-            complete = rb_results_exists(r->res, ds) == 1;
-        }
+        /* and only with the per-row results every reader needs, as a reader finds them
+         * (a file edited or damaged after the fact can say complete without them, or
+         * with a string where a number belongs): else it is redone */
+        if (rc == 1 && complete == 1)
+            complete = case_intact(r, g, L);
         if (rc == 1 && complete == 1) {
             done[mi] = 1;
             n_done++;

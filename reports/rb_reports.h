@@ -18,7 +18,10 @@ extern "C" {
  * format != "ropebench" or unsupported format_version): RB_EIO / RB_EFORMAT with one
  * line naming the file and the reason; nothing is written in that case.
  * gnuplot missing: RB_EUNSUPPORTED naming gnuplot (the Markdown report is still
- * written). */
+ * written). On RB_OK, err is empty, or holds one line when finished cases (complete=1)
+ * could not be read (a damaged file: a required attribute missing or out of range,
+ * a dataset of the wrong shape, values no run writes): they are listed as skipped in
+ * the report and the line says how many and why the first was. */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
                     size_t errlen);
 

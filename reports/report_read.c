@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rb_kernels.h"
 #include "report_int.h"
@@ -574,6 +576,12 @@ static void case_read_rows(hid_t g, rp_case *c)
         goto cleanup;
     }
     int64_t heads = (int64_t)dh[0], n = (int64_t)dp[0];
+    for (int64_t i = 0; i < n; i++)
+        if (!(pos[i] >= 0 && pos[i] < (double)c->seq_len && pos[i] == floor(pos[i]))) {
+            set_problem(c, "%s %s", "rows/position",
+                        "has a value that is not a position of the case (0 .. seq_len-1)");
+            goto cleanup;
+        }
     c->nrows_read = n;
     double sh = 0, sl = 0;
     int64_t ch = 0, cl = 0;
@@ -656,6 +664,13 @@ static void case_read_rows(hid_t g, rp_case *c)
             t = NULL;
             continue;
         }
+        for (hsize_t r = 0; r < dt[0]; r++)
+            if (!(isfinite(t[r]) && t[r] >= 0)) {
+                set_problem(c, "%s %s", tn[j], "has a negative or non-finite time");
+                free(t);
+                free(tc);
+                goto cleanup;
+            }
         if (j == RP_T_COMPUTE && (tc = malloc(dt[0] * sizeof *tc)) != NULL) {
             memcpy(tc, t, dt[0] * sizeof *tc);
             ntc = dt[0];
@@ -922,6 +937,99 @@ static void case_read_metrics(hid_t g, rp_case *c)
     H5Eclear2(H5E_DEFAULT);
 }
 
+/* case_int_ok: attribute `name` of g is a whole number in [lo, hi] (or, when optional,
+ * absent); else the case's problem names it. */
+static int case_int_ok(hid_t g, rp_case *c, const char *name, double lo, double hi,
+                       int optional)
+{
+    double v = NAN;
+    const int s = attr_num(g, name, &v);
+    if ((s == 1 && v == floor(v) && v >= lo && v <= hi) || (optional && s == 0))
+        return 1;
+    char what[96], why[96];
+    snprintf(what, sizeof what, "attribute %s", name);
+    snprintf(why, sizeof why, "is missing, not a whole number, or outside %g .. %g", lo, hi);
+    set_problem(c, "%s %s", what, why);
+    return 0;
+}
+
+/* case_check_attrs: the attributes every finished case carries (docs/results-format.md,
+ * "Case groups"), each present and in its range, so that no table shows a stand-in
+ * (a seq_len of -1, a blank method, a negative GFLOP/s); the first that is not makes
+ * the case a problem, which the report lists among the cases it could not read. */
+static void case_check_attrs(hid_t g, rp_case *c)
+{
+    static const char *const strs[] = {"method", "mode", "dataset", "kernel", "dtype"};
+    const char *vals[] = {c->method, c->mode, c->dataset, c->kernel, c->dtype};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        if (!vals[i][0]) {
+            set_problem(c, "attribute %s %s", strs[i], "is missing, empty or not a string");
+            return;
+        }
+    if (strcmp(c->mode, "full") != 0 && strcmp(c->mode, "probe") != 0) {
+        set_problem(c, "%s %s", "attribute mode", "is neither \"full\" nor \"probe\"");
+        return;
+    }
+    /* threads: the tables show n/a without it, as for files that never had it */
+    if (!case_int_ok(g, c, "seq_len", 1, 9e15, 0) || !case_int_ok(g, c, "heads", 1, 1e9, 0) ||
+        !case_int_ok(g, c, "head_dim", 2, 1e9, 0) || !case_int_ok(g, c, "n_rows", 0, 9e15, 0) ||
+        !case_int_ok(g, c, "threads", 1, 1e9, 1))
+        return;
+    /* flops, peak_fma_gflops, triad_gbps: absent, the throughput cells are n/a (the
+     * peaks are absent in files written before 2026-12-01); present, they must make
+     * sense (NaN stands for absent: attr_num gives no NaN for a missing one) */
+    double v = NAN;
+    if (attr_num(g, "flops", &v) != 0 && !(isfinite(c->flops) && c->flops >= 0)) {
+        set_problem(c, "%s %s", "attribute flops", "is not a number, negative or not finite");
+        return;
+    }
+    if (attr_num(g, "peak_fma_gflops", &v) != 0 &&
+        !(isfinite(c->peak_gflops) && c->peak_gflops > 0))
+        set_problem(c, "%s %s", "attribute peak_fma_gflops", "is not a positive number");
+    else if (attr_num(g, "triad_gbps", &v) != 0 &&
+             !(isfinite(c->triad_gbps) && c->triad_gbps > 0))
+        set_problem(c, "%s %s", "attribute triad_gbps", "is not a positive number");
+}
+
+/* needles_check: the needles table of a case in its ranges (head in [0, heads),
+ * positions in [0, seq_len), rank >= 1, hit 0 or 1, mass in [0, 1]); NaN is let
+ * through where a column is absent (older files: the haystack columns). */
+static void needles_check(rp_case *c)
+{
+    const rp_tab *N = &c->tab[RP_TAB_NEEDLES];
+    static const struct {
+        int col;
+        const char *name;
+    } cols[] = {{RP_NEEDLE_HEAD, "head"},       {RP_NEEDLE_QPOS, "query_pos"},
+                {RP_NEEDLE_NPOS, "needle_pos"}, {RP_NEEDLE_MASS, "mass"},
+                {RP_NEEDLE_RANK, "rank"},       {RP_NEEDLE_HIT, "hit"},
+                {RP_NEEDLE_RANK_HAY, "rank_haystack"}, {RP_NEEDLE_HIT_HAY, "hit_haystack"}};
+    const double L = (double)c->seq_len, H = (double)c->heads;
+    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+        for (int64_t i = 0; i < N->n; i++) {
+            const double x = N->col[cols[k].col][i];
+            int ok;
+            switch (cols[k].col) {
+            case RP_NEEDLE_HEAD: ok = x >= 0 && x < H && x == floor(x); break;
+            case RP_NEEDLE_QPOS:
+            case RP_NEEDLE_NPOS: ok = x >= 0 && x < L && x == floor(x); break;
+            case RP_NEEDLE_MASS: ok = x >= 0 && x <= 1; break;
+            case RP_NEEDLE_RANK:
+            case RP_NEEDLE_RANK_HAY:
+                ok = (isnan(x) && cols[k].col == RP_NEEDLE_RANK_HAY) ||
+                     (x >= 1 && x <= 9e15 && x == floor(x));
+                break;
+            default: ok = x == 0 || x == 1 || (isnan(x) && cols[k].col == RP_NEEDLE_HIT_HAY);
+            }
+            if (!ok) {
+                char what[96];
+                snprintf(what, sizeof what, "needles/%s", cols[k].name);
+                set_problem(c, "%s %s", what, "has a value outside its range");
+                return;
+            }
+        }
+}
+
 typedef struct {
     rp_file *f;
     int rc;
@@ -980,8 +1088,13 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     if (!c->complete)
         set_problem(c, "%s%s", "incomplete (no complete=1: interrupted run)", "");
     else {
-        case_read_rows(g, c);
-        case_read_metrics(g, c);
+        case_check_attrs(g, c);
+        if (!c->problem)
+            case_read_rows(g, c);
+        if (!c->problem)
+            case_read_metrics(g, c);
+        if (!c->problem)
+            needles_check(c);
     }
     H5Gclose(g);
     H5Eclear2(H5E_DEFAULT);
@@ -1062,7 +1175,50 @@ cleanup:
 /* ---- file -------------------------------------------------------------------------- */
 
 /* rp_file_read: see report_int.h. */
+/* The HDF5 library (1.10.8, Debian 12) crashes on some damaged files instead of
+ * returning an error: one corrupted byte in the size of a root attribute's string type
+ * makes H5Aiterate2 free a half-built attribute table (SIGSEGV in H5A__close); opening
+ * that attribute by name fails cleanly, but every walk over a group's attributes goes
+ * through that table. While rp_file_read reads, SIGSEGV and SIGBUS therefore end the
+ * process with one line naming the file (written before the read: a handler may only
+ * write(2) and _exit) and exit status 2, as for any refused file, instead of a core
+ * dump; nothing has been written by then. The previous handlers come back afterwards. */
+#define RP_EXIT_DAMAGED 2 /* bench/rb_bench.h's RB_EXIT_USAGE: a file refused */
+static char rp_crash_line[700];
+static size_t rp_crash_len;
+
+static void rp_crash(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, rp_crash_line, rp_crash_len);
+    (void)w;
+    _exit(RP_EXIT_DAMAGED);
+}
+
+static int rp_file_read_body(const char *path, rp_file *f, char *err, size_t errlen);
+
 int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
+{
+    const int n = snprintf(rp_crash_line, sizeof rp_crash_line,
+                           "ropebench: %.560s: the HDF5 library crashed while reading it (a "
+                           "damaged file); no report was written\n", path ? path : "");
+    rp_crash_len = n < 0 ? 0 : (size_t)n < sizeof rp_crash_line ? (size_t)n
+                                                                 : sizeof rp_crash_line - 1;
+    struct sigaction sa, old_segv, old_bus;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = rp_crash;
+    sigemptyset(&sa.sa_mask);
+    const int armed = sigaction(SIGSEGV, &sa, &old_segv) == 0;
+    const int armed_bus = sigaction(SIGBUS, &sa, &old_bus) == 0;
+    const int rc = rp_file_read_body(path, f, err, errlen);
+    if (armed)
+        sigaction(SIGSEGV, &old_segv, NULL);
+    if (armed_bus)
+        sigaction(SIGBUS, &old_bus, NULL);
+    return rc;
+}
+
+static int rp_file_read_body(const char *path, rp_file *f, char *err, size_t errlen)
 {
     int rc = RB_OK;
     hid_t fid = H5I_INVALID_HID, g = H5I_INVALID_HID;

@@ -366,14 +366,19 @@ static void write_tput(FILE *o, const rp_file *f, int html)
     if (count_complete(f) == 0)
         return;
     fprintf(o, html ? "<h2>Throughput</h2>\n<p>" : "\n## Throughput\n\n");
-    if (isfinite(f->peak_gflops))
+    if (isfinite(f->peak_gflops)) {
+        char tri[64];
+        if (isfinite(f->triad_gbps))
+            snprintf(tri, sizeof tri, "triad %.1f GB/s", f->triad_gbps);
+        else
+            snprintf(tri, sizeof tri, "no triad recorded");
         fprintf(o, "Peaks measured by this run on all %lld rank(s) at once: FMA %.1f GFLOP/s, "
-                   "triad %.1f GB/s (sums over ranks). Each case is compared with the peaks "
+                   "%s (sums over ranks). Each case is compared with the peaks "
                    "of the run that computed it (a resumed run measures its own, for its rank "
                    "and thread counts; in files from before cases recorded them, a case of "
                    "other counts than this run's shows n/a). ",
-                (long long)f->peak_ranks, f->peak_gflops, f->triad_gbps);
-    else
+                (long long)f->peak_ranks, f->peak_gflops, tri);
+    } else
         fprintf(o, "This file holds no peak measurements: the %% columns are n/a. ");
     fprintf(o, "GFLOP/s counts 4·d FLOP per visible (query, key) pair (the case's `flops` "
                "attribute) over the slowest rank's compute time; probe cases also show the "
@@ -415,9 +420,14 @@ static void write_cases(FILE *o, const rp_file *f, int html)
     char b[256];
     fprintf(o, html ? "<h2>Cases</h2>\n<p>" : "\n## Cases\n\n");
     if (f->ncases == 0) {
-        fprintf(o, "This file holds no cases: it was written by ropebench bench -o alone, so "
-                   "only its throughput table is shown.%s",
-                html ? "</p>\n" : "\n");
+        if (f->bench.t.n > 0)
+            fprintf(o, "This file holds no cases: it was written by ropebench bench -o alone, "
+                       "so only its throughput table is shown.%s",
+                    html ? "</p>\n" : "\n");
+        else
+            fprintf(o, "This file holds no cases and no `/bench` table: no case of its study "
+                       "finished, or the file was written by neither `run` nor `bench -o`.%s",
+                    html ? "</p>\n" : "\n");
         return;
     }
     fprintf(o, "Means are over heads and rows; timings are min / median / max across ranks, "
@@ -1009,6 +1019,19 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
             drawn += plots[k].svg_name[0] != '\0';
         rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written %s)", perr,
                      drawn ? "with the other plots" : "without plots");
+    }
+    if (rc == RB_OK && errlen) {
+        /* finished cases that could not be read (a damaged file) are said on the
+         * terminal too, not only in the report's list of skipped cases */
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < f.ncases; i++)
+            if (f.cases[i].problem && f.cases[i].complete && !bad++)
+                first = i;
+        err[0] = '\0';
+        if (bad)
+            snprintf(err, errlen, "report: %s: %zu finished case(s) could not be read and are "
+                     "listed as skipped (%s: %s%s)", results_path, bad, f.cases[first].name,
+                     f.cases[first].problem, bad > 1 ? "; and others" : "");
     }
 cleanup:
     free(old);

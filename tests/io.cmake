@@ -72,6 +72,14 @@ rb_add_test(NAME io_output_guard LABELS io
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_output_guard.py
           ${RB_IO_DIR}/output-guard ${RB_MPIEXEC_CMD} -- $<TARGET_FILE:ropebench>)
 
+# Results files damaged after the fact (attributes missing or out of range, positions,
+# needles and timings no run writes, one byte that crashes libhdf5): report skips the
+# case and says why on stderr, or refuses the file in one line; --resume redoes what a
+# reader could not read (tests/report_damaged.py).
+rb_add_test(NAME io_report_damaged LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/report_damaged.py
+          ${RB_IO_DIR}/report-damaged ${RB_MPIEXEC_CMD} -- $<TARGET_FILE:ropebench>)
+
 # End to end: `ropebench run --dump-inputs` under mpiexec, then the float64 oracle and
 # the report on the file it wrote.
 set(_rb_oracle_set

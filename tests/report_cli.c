@@ -16,6 +16,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "report_cli: %s\n", err);
         return 1;
     }
+    if (err[0])
+        fprintf(stderr, "report_cli: %s\n", err);
     printf("report written to %s/report.md and %s/report.html\n", argc > 2 ? argv[2] : ".",
            argc > 2 ? argv[2] : ".");
     return 0;
