@@ -116,7 +116,10 @@ typedef struct {
     int d;
     int64_t nq, nk;
     int pat;
-    int large;   /* integer q, k in [-4, 4] and scale 64: |s| ~ 1e3..1e4, exact in fp32 */
+    int large;   /* 1: integer q, k in [-4, 4] and scale 64: |s| ~ 1e3..1e4, exact in fp32;
+                  * 2: the same q, k and scale 2^26: |s| ~ 1e9..1e10, past 2^31 in the fp32
+                  * kernel's base-2 units (one rounding of the largest score is then
+                  * hundreds of units), as YaRN's attention_factor = 1e5 makes them */
     int ncalls;  /* keys split into this many calls accumulating into one state */
     int sharp;   /* gaussian logits s ~ N(0, c^2), c in [1, 3] instead of c = 1 */
     int scase;   /* 0: the scale above; 1: negated (the fp32 softmax takes the max of -S);
@@ -172,7 +175,7 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
     }
     double scale = 1.0 / sqrt((double)d);
     if (gc->large) {
-        scale = 64.0;
+        scale = gc->large == 2 ? 0x1p26 : 64.0;
         for (size_t i = 0; i < (size_t)nq * d; i++)
             q[i] = (float)((int)(urand() * 9.0) - 4);
         for (size_t i = 0; i < (size_t)nk * d; i++)
@@ -295,7 +298,7 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
                     printf("FAIL: %s d %d nq %lld nk %lld pos %s%s%s k,v +%d B threads %d calls "
                            "%d row %lld (q_pos %lld): %s got %.9g want %.9g (err %.3g > %.3g)\n",
                            var->name, d, (long long)nq, (long long)nk, pos_names[gc->pat],
-                           gc->large ? " large-logits" : "",
+                           gc->large == 2 ? " huge-logits" : gc->large ? " large-logits" : "",
                            gc->scase == 1 ? " scale<0" : gc->scase == 2 ? " scale=0" : "",
                            4 * kvoff, th, gc->ncalls,
                            (long long)r, (long long)qp[r], what, got, want, err, lim);
@@ -478,6 +481,10 @@ int main(void)
                     gc.large = 1;
                     run_case(&gc, ops, ok);
                 }
+                if (idx % 8 == 2) {
+                    gc.large = 2;
+                    run_case(&gc, ops, ok);
+                }
                 idx++;
             }
     /* a bigger causal tile split into calls, 2 threads balanced by visible work */
@@ -488,6 +495,9 @@ int main(void)
     /* probe order with more than 64 row groups of 12 (the fp32 group mask's second word) */
     gcase probe_many = {64, 900, 2000, POS_STRIPED, 0, 1, 0, 0};
     run_case(&probe_many, ops, ok);
+    /* huge logits in the probe (key-outer) order too */
+    gcase probe_huge = {64, 40, 3000, POS_ZIGZAG, 2, 1, 0, 0};
+    run_case(&probe_huge, ops, ok);
     /* a negative and a zero scale, in both loop orders and with masked blocks */
     for (int sc = 1; sc <= 2; sc++) {
         gcase sq = {64, 97, 191, POS_CAUSAL, 0, 2, 0, sc};

@@ -990,10 +990,19 @@ static int softmax_row(float *S, int masked, const rb_kblock *b, int64_t qp, flo
     }
     *m = mn;
     const __m512 vm = _mm512_set1_ps(mn), vc = _mm512_set1_ps(ca);
+    /* t = ca x - m in one rounding (FMA), except where |m| >= 2^24: m is the rounded
+     * product of the largest x, so the fused t of that x is the product's rounding error,
+     * up to half an ulp of m, and past |m| = 2^31 (scores ~1e9, as YaRN's
+     * attention_factor = 1e5 gives) more than 128: 2^t overflowed (lse +inf) or every p
+     * underflowed (lse -inf). There the product is rounded first, as m was: t <= 0 for
+     * every key (rounding is monotonic), 0 for the largest; scores that close are equal
+     * to fp32's precision anyway. Below 2^24 the bits are as before. */
+    const int fused = fabsf(mn) < 0x1p24f;
     __m512 ls = _mm512_setzero_ps(), us = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int w = 0; w < BC / 16; w++) {
-        const __m512 t = _mm512_maskz_fmsub_ps(mk[w], x[w], vc, vm);
+        const __m512 t = fused ? _mm512_maskz_fmsub_ps(mk[w], x[w], vc, vm)
+                               : _mm512_maskz_sub_ps(mk[w], _mm512_mul_ps(x[w], vc), vm);
         const __m512 p = _mm512_maskz_mov_ps(mk[w], rb_exp2_512_ps(t));
         ls = _mm512_add_ps(ls, p);
         us = _mm512_fmadd_ps(p, t, us);
