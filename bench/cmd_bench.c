@@ -194,7 +194,18 @@ static int parse_threads(const char *s, bench_opts *o)
     if (list_copy("--threads", s, buf, sizeof buf, "1,all"))
         return -1;
     o->n_threads = 0;
+    const char *seen[64];
+    int nseen = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        /* a value written twice is refused; "1,all" where all is 1 is one row (the
+         * default list on a 1-CPU machine) */
+        for (int i = 0; i < nseen; i++)
+            if (!strcmp(seen[i], t)) {
+                fprintf(stderr, "ropebench: bench: --threads: '%s' listed twice\n", RB_ESC(t));
+                return -1;
+            }
+        if (nseen < 64)
+            seen[nseen++] = t;
         int n;
         if (!strcmp(t, "all"))
             n = o->all_threads;
@@ -224,9 +235,15 @@ static int parse_only(const char *s, bench_opts *o)
         return -1;
     o->do_causal = o->do_probe = o->do_rope = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "causal")) o->do_causal = 1;
-        else if (!strcmp(t, "probe")) o->do_probe = 1;
-        else if (!strcmp(t, "rope")) o->do_rope = 1;
+        int *flag = !strcmp(t, "causal") ? &o->do_causal
+                    : !strcmp(t, "probe") ? &o->do_probe
+                    : !strcmp(t, "rope")  ? &o->do_rope
+                                          : NULL;
+        if (flag && *flag) {
+            fprintf(stderr, "ropebench: bench: --only: '%s' listed twice\n", t);
+            return -1;
+        }
+        if (flag) *flag = 1;
         else {
             fprintf(stderr, "ropebench: bench: --only: unknown row kind '%s' (known: causal, "
                             "probe, rope)\n", RB_ESC(t));
@@ -456,6 +473,14 @@ static int bench_check_json(const char *path, const char *out, char *err, size_t
     if (out && rb_cli_same_file(path, out))
         return rb_errf(err, el, RB_EINVAL, "--json %s and -o %s name the same file", path,
                        out);
+    /* a FIFO would block the open below until a reader came, a device (/dev/full,
+     * /dev/null) would fail only at the end, after every row was measured */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return rb_errf(err, el, RB_EINVAL, "--json %s: not a regular file (%s); --json "
+                       "writes a regular file", path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                                                                                 : "a device");
     char e2[256];
     const int kind = rb_cli_results_file(path, e2, sizeof e2);
     if (kind == RB_CLI_RESULTS || kind == RB_CLI_FOREIGN_HDF5 || kind == RB_CLI_OTHER_VERSION)
@@ -919,7 +944,14 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
         switch (opt) {
-        case O_QUICK: o.quick = 1; break;
+        case O_QUICK:
+            if (o.quick) {
+                fprintf(stderr, "ropebench: bench: --quick given twice\n");
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            o.quick = 1;
+            break;
         case O_JSON:
         case 'o': {
             /* one of each: a second would silently win */
