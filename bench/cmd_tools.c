@@ -148,6 +148,26 @@ int rb_cmd_freqs(int argc, char **argv)
         set_opt[n_sets] = "--method";
         sets[n_sets++] = s;
     }
+    /* an option and a --set of the same key: the later would silently win */
+    for (int i = 0; i < n_sets; i++) {
+        if (!set_opt[i])
+            continue;
+        const size_t kl = strcspn(sets[i], "=");
+        for (int j = 0; j < n_sets; j++) {
+            if (set_opt[j])
+                continue;
+            const char *a = sets[j], *eq = strchr(a, '=');
+            while (*a == ' ' || *a == '\t') a++;
+            const char *e = eq ? eq : a + strlen(a);
+            while (e > a && (e[-1] == ' ' || e[-1] == '\t')) e--;
+            if ((size_t)(e - a) == kl && !strncmp(a, sets[i], kl)) {
+                fprintf(stderr, "ropebench: freqs: %s and --set %s both set %.*s: give it "
+                                "once\n", set_opt[i], RB_ESC(sets[j]), (int)kl, sets[i]);
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+        }
+    }
     if (rb_config_load(&cfg, cfg_path, sets, n_sets, err, sizeof err)) {
         /* a value given by an option is checked as its config key: name the option too,
          * when the last of the settings of the key the error names came from it */
