@@ -1334,8 +1334,6 @@ int rb_cmd_run(int argc, char **argv)
     }
     have_cfg = 1;
     r.cfg = &cfg;
-    for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
-        fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
     if (r.dump) {
         for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
             if (!cfg.modes[mode]) continue;
@@ -1400,6 +1398,10 @@ int rb_cmd_run(int argc, char **argv)
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
+    /* the notes on keys the study sets but does not use, once every check of the input
+     * has passed: a refused run says one line, its reason */
+    for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
+        fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
     r.n_cases = count_cases(&cfg);
     if (r.rank == 0 && !r.quiet && !dry)
         fprintf(stderr, "ropebench: kernel %s: %s (%s)\n", r.ops.name, r.ops.detail,

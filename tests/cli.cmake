@@ -75,6 +75,12 @@ rb_add_test(NAME cli_unused_note_none COMMAND ${R} -c ${RB_WORK}/long_lines.ini
   --set scaling.methods=longrope,yarn --set scaling.beta_fast=64 --set needle.strength=2)
 set_tests_properties(cli_unused_note_none PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "short_factor = 1.0,")
+# a study refused after its keys were read (a probe position past its length) says its
+# reason alone: the notes come once every check has passed
+rb_add_test(NAME cli_unused_note_refused COMMAND ${R} --set study.modes=probe
+  --set study.seq_lens=64 --set study.probe_seq_lens=64 --set study.probe_positions=64)
+set_tests_properties(cli_unused_note_refused PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
+  PASS_REGULAR_EXPRESSION "study.probe_positions: 64 is outside a sequence of 64 tokens")
 rb_add_test(NAME cli_unused_note_default COMMAND ${R})
 set_tests_properties(cli_unused_note_default PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "# ropebench resolved study")
