@@ -66,7 +66,11 @@ static void test_hold(int case_no)
 }
 
 /* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes SIGINT and SIGTERM on to
- * every rank as SIGTERM) on rank 0: one line saying what is left where, the run's
+ * every rank as SIGTERM), and SIGPIPE: a write to a stderr whose reader has gone (mpirun
+ * tearing the job down after another rank died first, which then never sends rank 0
+ * its SIGTERM, or `2>&1 | head`), which used to kill rank 0 before it removed its lock
+ * file; on rank 0: one line saying what is left where (lost when stderr is the broken
+ * pipe), the run's
  * own files that hold nothing removed, then the signal's default action ends the
  * process. What the handler does follows the run's stage (stop_set), from the lock on:
  *   RB_STOP_BEFORE   nothing written yet: "before writing to FILE";
@@ -130,7 +134,7 @@ static void stop_cleanup_install(const char *out, const char *lock)
     stop_msg[RB_STOP_QUIET][0] = '\0';
     stop_lock_live = 1;
     stop_set(RB_STOP_BEFORE);
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = stop_signal;

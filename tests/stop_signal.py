@@ -6,7 +6,8 @@ was finished, the staged replacement (FILE.partial-XXXXXX) and the lock file are
 removed and FILE keeps every byte; stopped later (a new file before its first case,
 a replacement after its first), the lock file is removed, the file opens with the
 cases finished so far, and `run --resume` then completes it. A signal the run was started
-ignoring (nohup's SIGHUP) stays ignored. The runs wait before each case
+ignoring (nohup's SIGHUP) stays ignored. A run whose stderr reader goes away (SIGPIPE)
+removes its lock file as a killed one does. The runs wait before each case
 (ROPEBENCH_TEST_HOLD_UNTIL) so that the signal arrives at a known point.
 
 usage: stop_signal.py WORKDIR ROPEBENCH CONFIG -- mpiexec-command-prefix...
@@ -178,6 +179,43 @@ def main():
         else:
             print(f"ok   {label}: stopped with {kept} case(s) kept, then --resume "
                   "completed it")
+    # a stderr whose reader has gone (SIGPIPE on rank 0's next write: mpirun tearing the
+    # job down after another rank died first, or `2>&1 | head`): the lock file is
+    # removed as for a kill, the finished case stays readable
+    path = os.path.join(work, "pipe.h5")
+    p = subprocess.Popen([exe, "run"] + tiny + ["-o", path], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True,
+                         env=dict(env, ROPEBENCH_TEST_HOLD_FROM="2"))
+    seen, t0 = b"", time.time()
+    while b"[ 2/" not in seen and time.time() - t0 < 120:
+        chunk = os.read(p.stderr.fileno(), 4096)
+        if not chunk:
+            break
+        seen += chunk
+    held = b"[ 2/" in seen
+    p.stderr.close()  # the reader goes; the held case's next write gets SIGPIPE
+    open(go, "w").close()  # release the hold
+    try:
+        rc = p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        rc = None
+    os.remove(go)
+    if not held or rc != -signal.SIGPIPE:
+        failed.append(f"stderr closed: held in case 2 {held}, exit {rc} (want -SIGPIPE): "
+                      f"{seen[-400:]!r}")
+    elif mine():
+        failed.append(f"stderr closed: left behind {mine()}")
+    else:
+        try:
+            with h5py.File(path, "r") as f:
+                n = len([c for c in f["cases"].values() if c.attrs.get("complete") == 1])
+            if n < 1:
+                failed.append(f"stderr closed: {n} complete cases in {path}, want >= 1")
+            else:
+                print(f"ok   stderr closed: SIGPIPE, no lock left, {n} case(s) readable")
+        except OSError as e:
+            failed.append(f"stderr closed: {path} does not open: {e}")
     return verdict(failed)
 
 
