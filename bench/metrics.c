@@ -754,9 +754,14 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                 const size_t i = (size_t)h * m->nq + r;
                 const double n = m->row_count[i];
                 if (n <= 0) continue;
-                const double x = exp(m->row_min_s[i] - m->lse_all[i]) * n;
+                /* the ratio in log form: at |s| past ~372 both the weight and the
+                 * floor underflow, and x / fl was 0/0 (NaN) or x/0 (inf) where the
+                 * ratio itself is finite (>= 1); it overflows only where it truly
+                 * exceeds ~1e308 (a floor loose by that much) */
+                const double lx = m->row_min_s[i] - m->lse_all[i] + log(n);
+                const double x = exp(lx);
                 const double fl = exp(-2.0 * m->row_max_abs_s[i]);
-                const double ra = x / fl;
+                const double ra = exp(lx + 2.0 * m->row_max_abs_s[i]);
                 bcnt[bi] += 1;
                 bratio[bi] = fmin(bratio[bi], ra);
                 bmwn[bi] = fmin(bmwn[bi], x);

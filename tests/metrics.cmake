@@ -54,3 +54,17 @@ foreach(s compare_metrics compare_results)
   rb_add_test(NAME ${s}_help COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${s}.py --help)
   set_tests_properties(${s}_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ${s}.py")
 endforeach()
+
+# the softmax floor at large logits (|s| ~ 1e3: YaRN, attention_factor 30): both p_min*n
+# and e^(-2R) underflow, and the ratio, formed in log form since 2026-12-02, must still
+# match numpy (it was 0/0 = NaN or x/0 = inf); only the floor is checked on this file,
+# whose other data-driven metrics meet fp32-scale tolerances only at moderate logits
+rb_add_test(NAME metrics_floor_large_logits COMMAND ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref
+  ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run -q --set scaling.methods=yarn
+  --set scaling.attention_factor=30 --set study.modes=probe --set study.datasets=gaussian
+  --set study.probe_seq_lens=256 --set study.probe_rows=8 --set model.head_dim=32
+  --set model.original_ctx=64 --dump-inputs -o ${RB_MW}/floor_large.h5)
+set_tests_properties(metrics_floor_large_logits PROPERTIES FIXTURES_SETUP floor_large)
+rb_add_test(NAME metrics_floor_large_logits_oracle COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py --only softmax_floor ${RB_MW}/floor_large.h5)
+set_tests_properties(metrics_floor_large_logits_oracle PROPERTIES FIXTURES_REQUIRED floor_large)
