@@ -851,8 +851,16 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     if (c->spectral_profile == RB_SPECTRAL_LIST) {
         double e = 0;
-        for (int k = 0; k < c->n_spectral_amplitudes; k++)
-            e += c->spectral_amplitudes[k] * c->spectral_amplitudes[k];
+        for (int k = 0; k < c->n_spectral_amplitudes; k++) {
+            const double a = c->spectral_amplitudes[k];
+            /* q and k are float: an amplitude below ~1e-45 makes them 0 (the run then
+             * fails on its first case), and squares below ~1e-162 summed to "all 0" */
+            if (a != 0 && a < 1e-30)
+                return rb_errf(err, errlen, RB_EINVAL,
+                               "spectral.amplitudes: %g is neither 0 nor at least 1e-30 "
+                               "(smaller amplitudes vanish in float q and k)", a);
+            e += a * a;
+        }
         if (c->n_spectral_amplitudes != c->rotary_dim / 2)
             return rb_errf(err, errlen, RB_EINVAL,
                            "spectral.amplitudes: profile list needs %d values "

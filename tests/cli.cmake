@@ -165,6 +165,7 @@ rb_cli_error(odd_head_dim 2 "model.head_dim = 127: must be even" ${R} --set mode
 rb_cli_error(rotary_gt_head 2 "model.rotary_dim = 256: must be in" ${R} --set model.rotary_dim=256)
 rb_cli_error(factor_lt_1 2 "scaling.factor = 0.5: must be >= 1" ${R} --set scaling.factor=0.5)
 rb_cli_error(unknown_method 2 "scaling.methods: unknown value 'rope2'" ${R} --set scaling.methods=yarn,rope2)
+rb_cli_error(spectral_amplitude_tiny 2 "spectral.amplitudes: 1e-50 is neither 0 nor at least 1e-30" ${R} --set study.datasets=spectral --set spectral.profile=list --set model.head_dim=4 --set spectral.amplitudes=1e-50,1)
 rb_cli_error(dup_method 2 "scaling.methods: 'yarn' listed twice" ${R} --set scaling.methods=yarn,yarn)
 rb_cli_error(longrope_no_factors 2 "scaling.short_factor: longrope needs 64 values" ${R} --set scaling.methods=longrope)
 rb_cli_error(beta 2 "scaling.beta_fast = 1: must be greater than scaling.beta_slow" ${R} --set scaling.beta_fast=1)
