@@ -145,6 +145,18 @@ cleanup:
     return rc;
 }
 
+/* rb_metrics_max_abs_score: see rb_bench.h. */
+double rb_metrics_max_abs_score(const rb_case_metrics *m)
+{
+    double R = 0;
+    if (!m || !m->probe || !m->row_max_abs_s)
+        return 0;
+    for (size_t i = 0; i < (size_t)m->H * (size_t)m->nq; i++)
+        if (isfinite(m->row_max_abs_s[i]) && m->row_max_abs_s[i] > R)
+            R = m->row_max_abs_s[i];
+    return R;
+}
+
 void rb_metrics_free(rb_case_metrics *m)
 {
     if (!m) return;

@@ -167,6 +167,11 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, struct rb_results *res,
                      int64_t n_local, char *err, size_t errlen);
 void rb_metrics_free(rb_case_metrics *m);
 
+/* rb_metrics_max_abs_score: after rb_metrics_write, on rank 0, the largest |s| of any
+ * probe row's visible key (metric 8's R over rows and heads); 0 in full mode, on other
+ * ranks, or with no visible key. */
+double rb_metrics_max_abs_score(const rb_case_metrics *m);
+
 /* rb_metrics_entropy_normalized: out[h*n + r] = entropy[h*n + r] / log(pos[r] + 1), the
  * entropy of a row relative to the uniform distribution over its pos[r] + 1 visible keys
  * (every key at positions 0 ... pos[r]); NaN where pos[r] == 0 (one visible key, log 1 =

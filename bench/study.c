@@ -688,11 +688,13 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                 }
             }
         }
+        double big_s = 0; /* the probe rows' largest |s| (rank 0), for the note below */
         if (cm) {
             double tm = MPI_Wtime();
             int64_t n_local = mode == RB_MODE_FULL ? nq : (r->rank == 0 ? nq : 0);
             rc = rb_metrics_write(cm, r->comm, r->res, g, qpos, ent, n_local, e, el);
             metrics_s += MPI_Wtime() - tm;
+            big_s = rb_metrics_max_abs_score(cm);
             rb_metrics_free(cm);
             if (rc) goto cleanup;
         }
@@ -795,6 +797,14 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
                     MPI_Wtime() - tc, tsum.compute_s, me / (double)nq);
             r->line_open = 0;
         }
+        /* the probe metrics weigh pairs by exp(s - lse) with the kernel's lse; an fp32
+         * kernel's is good to ~1e-7 of |s| (docs/metrics.md, "Large logits") */
+        if (r->rank == 0 && big_s > 1e5 && strcmp(r->ops.name, "ref") != 0)
+            fprintf(stderr, "ropebench: note: %s: scores reach |s| = %.3g, and the probe "
+                            "metrics' weights exp(s - lse) use the %s kernel's fp32 lse, good "
+                            "to ~1e-7 of |s|: they may be off by a factor up to ~e^%.2g "
+                            "(ROPEBENCH_ISA=ref computes them exactly)\n",
+                    name, big_s, r->ops.name, 1e-7 * big_s);
         r->n_ran++;
         if (r->abort_after > 0 && r->case_no >= r->abort_after) {
             if (r->rank == 0)

@@ -68,3 +68,18 @@ set_tests_properties(metrics_floor_large_logits PROPERTIES FIXTURES_SETUP floor_
 rb_add_test(NAME metrics_floor_large_logits_oracle COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py --only softmax_floor ${RB_MW}/floor_large.h5)
 set_tests_properties(metrics_floor_large_logits_oracle PROPERTIES FIXTURES_REQUIRED floor_large)
+
+# logits of ~5e6 (YaRN, attention_factor 1e3): a fast (fp32) kernel's run says that the
+# probe metrics' weights take its lse, good to ~1e-7 of |s|; the reference kernel's does not
+set(_rb_big_logits --set scaling.methods=yarn --set scaling.attention_factor=1e3
+  --set study.modes=probe --set study.datasets=needle --set study.probe_seq_lens=64
+  --set study.probe_rows=4 --set model.head_dim=32 --set needle.positions=-2
+  --set needle.query_positions=-1)
+rb_add_test(NAME metrics_big_logits_note COMMAND ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench>
+  run -q ${_rb_big_logits} -o ${RB_MW}/big_logits_fast.h5)
+set_tests_properties(metrics_big_logits_note PROPERTIES PASS_REGULAR_EXPRESSION
+  "note: yarn-x8-L64-probe-needle: scores reach \\|s\\| = 5\\.[0-9]+e\\+06.*fp32 lse.*ROPEBENCH_ISA=ref computes them exactly")
+rb_add_test(NAME metrics_big_logits_ref COMMAND ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref
+  ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run -q ${_rb_big_logits}
+  -o ${RB_MW}/big_logits_ref.h5)
+set_tests_properties(metrics_big_logits_ref PROPERTIES FAIL_REGULAR_EXPRESSION "note:")
