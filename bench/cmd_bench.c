@@ -473,14 +473,12 @@ static int bench_check_json(const char *path, const char *out, char *err, size_t
     if (out && rb_cli_same_file(path, out))
         return rb_errf(err, el, RB_EINVAL, "--json %s and -o %s name the same file", path,
                        out);
-    /* a FIFO would block the open below until a reader came, a device (/dev/full,
-     * /dev/null) would fail only at the end, after every row was measured */
+    /* an existing path as -o's: a FIFO would block the open below until a reader came,
+     * a device (/dev/full, /dev/null) would fail only at the end, after every row was
+     * measured (a new file's directory is left to the open, which names the error) */
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return rb_errf(err, el, RB_EINVAL, "--json %s: not a regular file (%s); --json "
-                       "writes a regular file", path,
-                       S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                                                                                 : "a device");
+    if (stat(path, &sb) == 0 && rb_cli_check_output("--json", path, err, el) != RB_OK)
+        return RB_EINVAL;
     char e2[256];
     const int kind = rb_cli_results_file(path, e2, sizeof e2);
     if (kind == RB_CLI_RESULTS || kind == RB_CLI_FOREIGN_HDF5 || kind == RB_CLI_OTHER_VERSION)
@@ -1053,7 +1051,7 @@ int rb_cmd_bench(int argc, char **argv)
     }
     if ((o.out && rb_cli_check_name("-o", o.out, err, sizeof err) != RB_OK) ||
         (o.json && rb_cli_check_name("--json", o.json, err, sizeof err) != RB_OK) ||
-        (o.out && rb_cli_check_output(o.out, err, sizeof err) != RB_OK) ||
+        (o.out && rb_cli_check_output("-o", o.out, err, sizeof err) != RB_OK) ||
         (o.json && bench_check_json(o.json, o.out, err, sizeof err) != RB_OK)) {
         fprintf(stderr, "ropebench: bench: %s\n", err); /* before anything is measured */
         code = RB_EXIT_USAGE;

@@ -40,6 +40,20 @@ static void freqs_usage(FILE *f)
             "  -h, --help, --version\n");
 }
 
+/* set_key: the key of a --set setting "KEY=VALUE" as the config loader reads it, blanks
+ * around it dropped: its start, and its length in *len; NULL without '='. */
+static const char *set_key(const char *set, size_t *len)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq)
+        return NULL;
+    while (*set == ' ' || *set == '\t') set++;
+    const char *e = eq;
+    while (e > set && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    *len = (size_t)(e - set);
+    return set;
+}
+
 int rb_cmd_freqs(int argc, char **argv)
 {
     enum { O_HD = 256, O_RD, O_BASE, O_OC, O_SL, O_VER };
@@ -154,13 +168,9 @@ int rb_cmd_freqs(int argc, char **argv)
             continue;
         const size_t kl = strcspn(sets[i], "=");
         for (int j = 0; j < n_sets; j++) {
-            if (set_opt[j])
-                continue;
-            const char *a = sets[j], *eq = strchr(a, '=');
-            while (*a == ' ' || *a == '\t') a++;
-            const char *e = eq ? eq : a + strlen(a);
-            while (e > a && (e[-1] == ' ' || e[-1] == '\t')) e--;
-            if ((size_t)(e - a) == kl && !strncmp(a, sets[i], kl)) {
+            size_t jl;
+            const char *a = set_opt[j] ? NULL : set_key(sets[j], &jl);
+            if (a && jl == kl && !strncmp(a, sets[i], kl)) {
                 fprintf(stderr, "ropebench: freqs: %s and --set %s both set %.*s: give it "
                                 "once\n", set_opt[i], RB_ESC(sets[j]), (int)kl, sets[i]);
                 code = RB_EXIT_USAGE;
@@ -174,12 +184,9 @@ int rb_cmd_freqs(int argc, char **argv)
         const char *from = NULL;
         const size_t kl = strcspn(err, ": ");
         for (int i = n_sets - 1; i >= 0; i--) {
-            /* the setting's key as the loader reads it: blanks around it dropped */
-            const char *a = sets[i], *eq = strchr(a, '=');
-            while (*a == ' ' || *a == '\t') a++;
-            const char *e = eq ? eq : a;
-            while (e > a && (e[-1] == ' ' || e[-1] == '\t')) e--;
-            if (eq && (size_t)(e - a) == kl && !strncmp(a, err, kl)) {
+            size_t il;
+            const char *a = set_key(sets[i], &il);
+            if (a && il == kl && !strncmp(a, err, kl)) {
                 from = set_opt[i];
                 break;
             }

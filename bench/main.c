@@ -151,7 +151,7 @@ void rb_cli_space_hint(const char *out)
 }
 
 /* rb_cli_check_output: see rb_bench.h. */
-int rb_cli_check_output(const char *out, char *err, size_t errlen)
+int rb_cli_check_output(const char *opt, const char *out, char *err, size_t errlen)
 {
     struct stat st;
     char dir[4096];
@@ -160,18 +160,20 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
     if (slash)
         slash[slash == dir ? 1 : 0] = '\0';
     if (!*out)
-        return rb_errf(err, errlen, RB_EINVAL, "-o: empty file name");
+        return rb_errf(err, errlen, RB_EINVAL, "%s: empty file name", opt);
     if (stat(out, &st) == 0) {
         if (!S_ISREG(st.st_mode))
-            return rb_errf(err, errlen, RB_EINVAL, "-o %s: not a regular file (the results "
-                           "file is written there)", out);
+            return rb_errf(err, errlen, RB_EINVAL, "%s %s: not a regular file (%s)", opt, out,
+                           S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                  : "a device");
         if (access(out, W_OK) != 0)
-            return rb_errf(err, errlen, RB_EIO, "-o %s: cannot be written: %s", out,
+            return rb_errf(err, errlen, RB_EIO, "%s %s: cannot be written: %s", opt, out,
                            strerror(errno));
         return RB_OK;
     }
     if (errno != ENOENT)
-        return rb_errf(err, errlen, RB_EIO, "-o %s: %s", out, strerror(errno));
+        return rb_errf(err, errlen, RB_EIO, "%s %s: %s", opt, out, strerror(errno));
     /* a symbolic link that points nowhere yet: the file is made where it points (through
      * every link of a chain), so that directory is the one to check */
     char path[4096], link[4096];
@@ -191,8 +193,8 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
         else if ((size_t)(ps - path) + 1 + (size_t)n < sizeof path)
             memcpy(ps + 1, link, (size_t)n + 1); /* relative to the link's directory */
         else
-            return rb_errf(err, errlen, RB_EINVAL, "-o %s: the path a symbolic link names is "
-                           "too long", out);
+            return rb_errf(err, errlen, RB_EINVAL, "%s %s: the path a symbolic link names is "
+                           "too long", opt, out);
     }
     if (links) {
         snprintf(dir, sizeof dir, "%s", path);
@@ -202,10 +204,10 @@ int rb_cli_check_output(const char *out, char *err, size_t errlen)
     }
     if (access(slash ? dir : ".", W_OK | X_OK) != 0) {
         if (links)
-            return rb_errf(err, errlen, RB_EIO, "-o %s: a symbolic link to %s, whose directory "
-                           "does not exist or cannot be written", out, path);
-        return rb_errf(err, errlen, RB_EIO, "-o %s: its directory does not exist or cannot "
-                       "be written", out);
+            return rb_errf(err, errlen, RB_EIO, "%s %s: a symbolic link to %s, whose directory "
+                           "does not exist or cannot be written", opt, out, path);
+        return rb_errf(err, errlen, RB_EIO, "%s %s: its directory does not exist or cannot "
+                       "be written", opt, out);
     }
     return RB_OK;
 }

@@ -201,11 +201,12 @@ const char *rb_version_string(void);
 struct option;
 const char *rb_cli_reject(char *const *argv, const struct option *opts, char *buf, size_t len);
 
-/* Where -o may write a results file, checked before any work: a non-empty path naming
- * an existing regular file that can be written, or a new file in a directory that
- * exists and can be written (a device or FIFO would block or fail one rank's collective
- * write). RB_OK, or an error "-o OUT: why". */
-int rb_cli_check_output(const char *out, char *err, size_t errlen);
+/* Where option `opt` (-o, --json) may write a file, checked before any work: a
+ * non-empty path naming an existing regular file that can be written, or a new file in
+ * a directory that exists and can be written (a device or FIFO would block, or fail one
+ * rank's collective write or the last write after all the work). RB_OK, or an error
+ * "OPT OUT: why". */
+int rb_cli_check_output(const char *opt, const char *out, char *err, size_t errlen);
 
 /* rb_cli_once: a single-valued option `opt` (its name, as the help spells it) of
  * command `cmd` seen with `value`: stores value in *slot and returns 0 the first

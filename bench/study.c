@@ -1209,7 +1209,7 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
     struct stat so;
     int rc = rb_cli_check_name("-o", out, err, errlen);
     if (rc == RB_OK)
-        rc = rb_cli_check_output(out, err, errlen);
+        rc = rb_cli_check_output("-o", out, err, errlen);
     if (rc != RB_OK || stat(out, &so) != 0)
         return rc; /* an error, or a new file */
     if (cfg_path && rb_cli_same_file(cfg_path, out))

@@ -1,5 +1,6 @@
 /* report_read.c — reads a ropebench results file (serial HDF5, read-only) into an rp_file for the report; never crashes on a damaged file. */
 #include <errno.h>
+#include <float.h>
 #include <hdf5.h>
 #include <math.h>
 #include <signal.h>
@@ -323,6 +324,12 @@ static int64_t d2i(double v, int64_t bad)
     return v >= -9.2e18 && v <= 9.2e18 ? (int64_t)v : bad;
 }
 
+/* in_range: x lies in [lo, hi] (NaN never does), and is a whole number where `whole`. */
+static int in_range(double x, double lo, double hi, int whole)
+{
+    return x >= lo && x <= hi && (!whole || x == floor(x));
+}
+
 /* 1 if dataset d keeps its data outside the results file (external raw storage, or a
  * virtual dataset mapping other files): the report reads only the file it was given. */
 static int stored_outside(hid_t d)
@@ -577,7 +584,7 @@ static void case_read_rows(hid_t g, rp_case *c)
     }
     int64_t heads = (int64_t)dh[0], n = (int64_t)dp[0];
     for (int64_t i = 0; i < n; i++)
-        if (!(pos[i] >= 0 && pos[i] < (double)c->seq_len && pos[i] == floor(pos[i]))) {
+        if (!in_range(pos[i], 0, (double)c->seq_len - 1, 1)) {
             set_problem(c, "%s %s", "rows/position",
                         "has a value that is not a position of the case (0 .. seq_len-1)");
             goto cleanup;
@@ -937,27 +944,34 @@ static void case_read_metrics(hid_t g, rp_case *c)
     H5Eclear2(H5E_DEFAULT);
 }
 
-/* case_int_ok: attribute `name` of g is a whole number in [lo, hi] (or, when optional,
- * absent); else the case's problem names it. */
-static int case_int_ok(hid_t g, rp_case *c, const char *name, double lo, double hi,
-                       int optional)
-{
-    double v = NAN;
-    const int s = attr_num(g, name, &v);
-    if ((s == 1 && v == floor(v) && v >= lo && v <= hi) || (optional && s == 0))
-        return 1;
-    char what[96], why[96];
-    snprintf(what, sizeof what, "attribute %s", name);
-    snprintf(why, sizeof why, "is missing, not a whole number, or outside %g .. %g", lo, hi);
-    set_problem(c, "%s %s", what, why);
-    return 0;
-}
+/* The numeric attributes of a case group, read once each by case_cb, and what a finished
+ * case holds in them (docs/results-format.md, "Case groups"): a value in [lo, hi], whole
+ * where `whole`; `need` 1: always there, 0: absent in files that predate it (the tables
+ * show n/a then) but in range when present. `why` names the fault (NULL: "is missing,
+ * not a whole number, or outside lo .. hi"). */
+enum { CA_SEQ, CA_HEADS, CA_HD, CA_NROWS, CA_THREADS, CA_FLOPS, CA_PEAK, CA_TRIAD, CA_N };
+static const struct {
+    const char *name;
+    double lo, hi;
+    int whole, need;
+    const char *why;
+} case_nums[CA_N] = {
+    [CA_SEQ] = {"seq_len", 1, 9e15, 1, 1, NULL},
+    [CA_HEADS] = {"heads", 1, 1e9, 1, 1, NULL},
+    [CA_HD] = {"head_dim", 2, 1e9, 1, 1, NULL},
+    [CA_NROWS] = {"n_rows", 0, 9e15, 1, 1, NULL},
+    [CA_THREADS] = {"threads", 1, 1e9, 1, 0, NULL},
+    [CA_FLOPS] = {"flops", 0, DBL_MAX, 0, 0, "is not a number, negative or not finite"},
+    [CA_PEAK] = {"peak_fma_gflops", DBL_MIN, DBL_MAX, 0, 0, "is not a positive number"},
+    [CA_TRIAD] = {"triad_gbps", DBL_MIN, DBL_MAX, 0, 0, "is not a positive number"},
+};
 
-/* case_check_attrs: the attributes every finished case carries (docs/results-format.md,
- * "Case groups"), each present and in its range, so that no table shows a stand-in
- * (a seq_len of -1, a blank method, a negative GFLOP/s); the first that is not makes
- * the case a problem, which the report lists among the cases it could not read. */
-static void case_check_attrs(hid_t g, rp_case *c)
+/* case_check_attrs: the string attributes every finished case carries, and the numeric
+ * ones as case_cb read them (num[k]: the value, st[k]: attr_num's status), each present
+ * and in range, so that no table shows a stand-in (a seq_len of -1, a blank method, a
+ * negative GFLOP/s); the first that is not makes the case a problem, which the report
+ * lists among the cases it could not read. */
+static void case_check_attrs(rp_case *c, const double num[CA_N], const int st[CA_N])
 {
     static const char *const strs[] = {"method", "mode", "dataset", "kernel", "dtype"};
     const char *vals[] = {c->method, c->mode, c->dataset, c->kernel, c->dtype};
@@ -970,63 +984,53 @@ static void case_check_attrs(hid_t g, rp_case *c)
         set_problem(c, "%s %s", "attribute mode", "is neither \"full\" nor \"probe\"");
         return;
     }
-    /* threads: the tables show n/a without it, as for files that never had it */
-    if (!case_int_ok(g, c, "seq_len", 1, 9e15, 0) || !case_int_ok(g, c, "heads", 1, 1e9, 0) ||
-        !case_int_ok(g, c, "head_dim", 2, 1e9, 0) || !case_int_ok(g, c, "n_rows", 0, 9e15, 0) ||
-        !case_int_ok(g, c, "threads", 1, 1e9, 1))
-        return;
-    /* flops, peak_fma_gflops, triad_gbps: absent, the throughput cells are n/a (the
-     * peaks are absent in files written before 2026-12-01); present, they must make
-     * sense (NaN stands for absent: attr_num gives no NaN for a missing one) */
-    double v = NAN;
-    if (attr_num(g, "flops", &v) != 0 && !(isfinite(c->flops) && c->flops >= 0)) {
-        set_problem(c, "%s %s", "attribute flops", "is not a number, negative or not finite");
+    for (int k = 0; k < CA_N; k++) {
+        if ((st[k] == 0 && !case_nums[k].need) ||
+            (st[k] == 1 && in_range(num[k], case_nums[k].lo, case_nums[k].hi,
+                                    case_nums[k].whole)))
+            continue;
+        char what[96], why[96];
+        snprintf(what, sizeof what, "attribute %s", case_nums[k].name);
+        if (case_nums[k].why)
+            snprintf(why, sizeof why, "%s", case_nums[k].why);
+        else
+            snprintf(why, sizeof why, "is missing, not a whole number, or outside %g .. %g",
+                     case_nums[k].lo, case_nums[k].hi);
+        set_problem(c, "%s %s", what, why);
         return;
     }
-    if (attr_num(g, "peak_fma_gflops", &v) != 0 &&
-        !(isfinite(c->peak_gflops) && c->peak_gflops > 0))
-        set_problem(c, "%s %s", "attribute peak_fma_gflops", "is not a positive number");
-    else if (attr_num(g, "triad_gbps", &v) != 0 &&
-             !(isfinite(c->triad_gbps) && c->triad_gbps > 0))
-        set_problem(c, "%s %s", "attribute triad_gbps", "is not a positive number");
 }
 
 /* needles_check: the needles table of a case in its ranges (head in [0, heads),
- * positions in [0, seq_len), rank >= 1, hit 0 or 1, mass in [0, 1]); NaN is let
- * through where a column is absent (older files: the haystack columns). */
+ * positions in [0, seq_len), ranks >= 1, hits 0 or 1, mass in [0, 1]); NaN is let
+ * through in the haystack columns, which files from before them lack. */
 static void needles_check(rp_case *c)
 {
     const rp_tab *N = &c->tab[RP_TAB_NEEDLES];
-    static const struct {
+    const double L = (double)c->seq_len, H = (double)c->heads;
+    const struct {
         int col;
         const char *name;
-    } cols[] = {{RP_NEEDLE_HEAD, "head"},       {RP_NEEDLE_QPOS, "query_pos"},
-                {RP_NEEDLE_NPOS, "needle_pos"}, {RP_NEEDLE_MASS, "mass"},
-                {RP_NEEDLE_RANK, "rank"},       {RP_NEEDLE_HIT, "hit"},
-                {RP_NEEDLE_RANK_HAY, "rank_haystack"}, {RP_NEEDLE_HIT_HAY, "hit_haystack"}};
-    const double L = (double)c->seq_len, H = (double)c->heads;
+        double lo, hi;
+        int whole, nan_ok;
+    } cols[] = {{RP_NEEDLE_HEAD, "head", 0, H - 1, 1, 0},
+                {RP_NEEDLE_QPOS, "query_pos", 0, L - 1, 1, 0},
+                {RP_NEEDLE_NPOS, "needle_pos", 0, L - 1, 1, 0},
+                {RP_NEEDLE_MASS, "mass", 0, 1, 0, 0},
+                {RP_NEEDLE_RANK, "rank", 1, 9e15, 1, 0},
+                {RP_NEEDLE_HIT, "hit", 0, 1, 1, 0},
+                {RP_NEEDLE_RANK_HAY, "rank_haystack", 1, 9e15, 1, 1},
+                {RP_NEEDLE_HIT_HAY, "hit_haystack", 0, 1, 1, 1}};
     for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
         for (int64_t i = 0; i < N->n; i++) {
             const double x = N->col[cols[k].col][i];
-            int ok;
-            switch (cols[k].col) {
-            case RP_NEEDLE_HEAD: ok = x >= 0 && x < H && x == floor(x); break;
-            case RP_NEEDLE_QPOS:
-            case RP_NEEDLE_NPOS: ok = x >= 0 && x < L && x == floor(x); break;
-            case RP_NEEDLE_MASS: ok = x >= 0 && x <= 1; break;
-            case RP_NEEDLE_RANK:
-            case RP_NEEDLE_RANK_HAY:
-                ok = (isnan(x) && cols[k].col == RP_NEEDLE_RANK_HAY) ||
-                     (x >= 1 && x <= 9e15 && x == floor(x));
-                break;
-            default: ok = x == 0 || x == 1 || (isnan(x) && cols[k].col == RP_NEEDLE_HIT_HAY);
-            }
-            if (!ok) {
-                char what[96];
-                snprintf(what, sizeof what, "needles/%s", cols[k].name);
-                set_problem(c, "%s %s", what, "has a value outside its range");
-                return;
-            }
+            if ((cols[k].nan_ok && isnan(x)) ||
+                in_range(x, cols[k].lo, cols[k].hi, cols[k].whole))
+                continue;
+            char what[96];
+            snprintf(what, sizeof what, "needles/%s", cols[k].name);
+            set_problem(c, "%s %s", what, "has a value outside its range");
+            return;
         }
 }
 
@@ -1073,22 +1077,28 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     copy_attr(g, "shard_layout", c->shard_layout, sizeof c->shard_layout);
     copy_attr(g, "kernel", c->kernel, sizeof c->kernel);
     copy_attr(g, "dtype", c->dtype, sizeof c->dtype);
-    double v = NAN;
+    double v = NAN, num[CA_N];
+    int st[CA_N];
+    for (int k = 0; k < CA_N; k++) {
+        st[k] = attr_num(g, case_nums[k].name, &num[k]);
+        if (st[k] != 1)
+            num[k] = NAN;
+    }
     c->factor = attr_num(g, "factor", &v) == 1 ? v : NAN;
-    c->seq_len = attr_num(g, "seq_len", &v) == 1 ? d2i(v, -1) : -1;
-    c->heads = attr_num(g, "heads", &v) == 1 ? d2i(v, -1) : -1;
-    c->n_rows = attr_num(g, "n_rows", &v) == 1 ? d2i(v, -1) : -1;
-    c->head_dim = attr_num(g, "head_dim", &v) == 1 ? d2i(v, -1) : -1;
-    c->threads = attr_num(g, "threads", &v) == 1 ? d2i(v, -1) : -1;
-    c->flops = attr_num(g, "flops", &v) == 1 ? v : NAN;
-    c->peak_gflops = attr_num(g, "peak_fma_gflops", &v) == 1 ? v : NAN;
-    c->triad_gbps = attr_num(g, "triad_gbps", &v) == 1 ? v : NAN;
+    c->seq_len = d2i(num[CA_SEQ], -1);
+    c->heads = d2i(num[CA_HEADS], -1);
+    c->n_rows = d2i(num[CA_NROWS], -1);
+    c->head_dim = d2i(num[CA_HD], -1);
+    c->threads = d2i(num[CA_THREADS], -1);
+    c->flops = num[CA_FLOPS];
+    c->peak_gflops = num[CA_PEAK];
+    c->triad_gbps = num[CA_TRIAD];
     int cr = attr_num(g, "complete", &v);
     c->complete = cr == 1 && v == 1;
     if (!c->complete)
         set_problem(c, "%s%s", "incomplete (no complete=1: interrupted run)", "");
     else {
-        case_check_attrs(g, c);
+        case_check_attrs(c, num, st);
         if (!c->problem)
             case_read_rows(g, c);
         if (!c->problem)
@@ -1174,7 +1184,6 @@ cleanup:
 
 /* ---- file -------------------------------------------------------------------------- */
 
-/* rp_file_read: see report_int.h. */
 /* The HDF5 library (1.10.8, Debian 12) crashes on some damaged files instead of
  * returning an error: one corrupted byte in the size of a root attribute's string type
  * makes H5Aiterate2 free a half-built attribute table (SIGSEGV in H5A__close); opening
@@ -1197,6 +1206,7 @@ static void rp_crash(int sig)
 
 static int rp_file_read_body(const char *path, rp_file *f, char *err, size_t errlen);
 
+/* rp_file_read: see report_int.h. */
 int rp_file_read(const char *path, rp_file *f, char *err, size_t errlen)
 {
     const int n = snprintf(rp_crash_line, sizeof rp_crash_line,
