@@ -5,7 +5,8 @@ with h5py from a small study this script runs) against `ropebench report` and
 
   report, a finished case whose required attribute is missing, out of range or of the
   wrong type (seq_len, mode, flops), whose rows/position holds a position past seq_len,
-  whose needles table holds a hit of -3, whose timing holds a negative time:
+  whose needles table holds a hit of -3 or a mass of -0.5 or inf (a mass above 1 is
+  valid and shown), whose timing holds a negative time:
       exit 0, the report lists that case among the skipped ones with the reason, and
       one `ropebench:` line on stderr names the file, the case and the reason; the
       other cases are reported as from the undamaged file
@@ -159,6 +160,27 @@ def main():
                  r"needles/hit has a value outside its range")
     skipped_case(work, exe, "needle-rank", good, edit(CP + "/needles/rank", first(0)), CP,
                  r"needles/rank has a value outside its range")
+    skipped_case(work, exe, "needle-mass-negative", good,
+                 edit(CP + "/needles/mass", first(-0.5)), CP,
+                 r"needles/mass has a value outside its range")
+    skipped_case(work, exe, "needle-mass-inf", good,
+                 edit(CP + "/needles/mass", first(np.inf)), CP,
+                 r"needles/mass has a value outside its range")
+    # a mass above 1 is what a run writes where the needle holds nearly all the
+    # attention (exp(s - lse) unclamped, docs/metrics.md section 6): the case is shown
+    for label, mass in (("needle-mass-above-1", 1.0000015), ("needle-mass-1.48", 1.48)):
+        path = os.path.join(work, label + ".h5")
+        shutil.copy(good, path)
+        with h5py.File(path, "r+") as f:
+            edit(CP + "/needles/mass", first(mass))(f)
+        p = report(exe, path, os.path.join(work, "r-" + label))
+        md = open(os.path.join(work, "r-" + label, "report.md")).read() \
+            if p.returncode == 0 else ""
+        if p.returncode != 0 or ours(p.stderr) or "(skipped)" in md:
+            failed.append(f"{label}: exit {p.returncode}, stderr {ours(p.stderr)}, "
+                          f"skipped list {'(skipped)' in md}: a valid case was refused")
+        else:
+            print(f"ok   {label}: shown, nothing on stderr")
     skipped_case(work, exe, "negative-time", good,
                  edit(CF + "/timing/compute_s", first(-3.0)), CF,
                  r"timing/compute_s has a negative or non-finite time")
