@@ -1,6 +1,7 @@
 /* cmd_bench.c — `ropebench bench`: microbenchmarks of the attention tile, probe rows
  * and RoPE application of every built kernel, each given as a fraction of the FMA peak
  * and STREAM triad measured in the same run; table, JSON and a /bench results group. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,7 +20,7 @@
 
 #define MAX_KERNELS 8
 #define MAX_THREADS 8
-#define MAX_ROWS 256
+#define ROWS_INITIAL 64
 #define MAX_SHAPES 4
 #define REP_BUDGET_S 10.0 /* without --reps: repetitions of a row stop at about this */
 
@@ -110,14 +111,20 @@ static void bench_usage(FILE *f)
             REP_BUDGET_S);
 }
 
-/* Parse a positive (or, with allow_zero, non-negative) integer option value. */
-static int parse_count(const char *opt, const char *s, int allow_zero, int *v)
+/* Parse a positive (or, with allow_zero, non-negative) integer option value, written
+ * in digits only, at most max. */
+static int parse_count(const char *opt, const char *s, int allow_zero, int max, int *v)
 {
     char *end = NULL;
-    long x = strtol(s, &end, 10);
-    if (!*s || *end || x < (allow_zero ? 0 : 1) || x > 1000000) {
+    errno = 0;
+    long x = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
+    if (x < 0 || *end || x < (allow_zero ? 0 : 1)) {
         fprintf(stderr, "ropebench: bench: %s '%s': not a %s integer\n", opt, RB_ESC(s),
                 allow_zero ? "non-negative" : "positive");
+        return -1;
+    }
+    if (errno == ERANGE || x > max) {
+        fprintf(stderr, "ropebench: bench: %s '%s': at most %d\n", opt, RB_ESC(s), max);
         return -1;
     }
     *v = (int)x;
@@ -187,41 +194,53 @@ static void default_kernels(bench_opts *o, char *missing, size_t len)
     }
 }
 
-/* --threads 1,all,4: resolved against all = OpenMP's default thread count. */
+/* --threads 1,all,4: resolved against all = OpenMP's default thread count (capped by
+ * OMP_THREAD_LIMIT); a count above that limit is refused, since a row labelled with it
+ * would have run with fewer threads. */
 static int parse_threads(const char *s, bench_opts *o)
 {
     char buf[128];
     if (list_copy("--threads", s, buf, sizeof buf, "1,all"))
         return -1;
     o->n_threads = 0;
-    const char *seen[64];
-    int nseen = 0;
+    int from_all[MAX_THREADS] = {0}, limit = rb_kernels_thread_limit();
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        /* a value written twice is refused; "1,all" where all is 1 is one row (the
-         * default list on a 1-CPU machine) */
-        for (int i = 0; i < nseen; i++)
-            if (!strcmp(seen[i], t)) {
-                fprintf(stderr, "ropebench: bench: --threads: '%s' listed twice\n", RB_ESC(t));
-                return -1;
-            }
-        if (nseen < 64)
-            seen[nseen++] = t;
+        const int is_all = !strcmp(t, "all");
         int n;
-        if (!strcmp(t, "all"))
+        if (is_all)
             n = o->all_threads;
-        else if (parse_count("--threads", t, 0, &n))
+        else if (parse_count("--threads", t, 0, 1024, &n))
             return -1;
         if (n > 1024) {
             fprintf(stderr, "ropebench: bench: --threads %d: at most 1024\n", n);
             return -1;
         }
-        int dup = 0;
-        for (int i = 0; i < o->n_threads; i++) dup |= o->threads[i] == n;
-        if (dup) continue;
+        if (n > limit) {
+            fprintf(stderr, "ropebench: bench: --threads %d: %s allows at most %d thread%s "
+                            "here, so the row would run with fewer\n", n,
+#ifdef _OPENMP
+                    "OMP_THREAD_LIMIT",
+#else
+                    "this build (without OpenMP)",
+#endif
+                    limit, limit == 1 ? "" : "s");
+            return -1;
+        }
+        /* a value given twice (1,1 or 1,01) is refused; "1,all" where all is 1 is one
+         * row (the default list on a 1-CPU machine) */
+        int dup = -1;
+        for (int i = 0; i < o->n_threads; i++)
+            if (o->threads[i] == n) dup = i;
+        if (dup >= 0 && is_all != from_all[dup]) continue;
+        if (dup >= 0) {
+            fprintf(stderr, "ropebench: bench: --threads: '%s' listed twice\n", RB_ESC(t));
+            return -1;
+        }
         if (o->n_threads == MAX_THREADS) {
             fprintf(stderr, "ropebench: bench: --threads: more than %d values\n", MAX_THREADS);
             return -1;
         }
+        from_all[o->n_threads] = is_all;
         o->threads[o->n_threads++] = n;
     }
     return 0;
@@ -711,10 +730,18 @@ typedef struct {
     int n, cap;
 } row_list;
 
+/* row_new: the next row of rl, zeroed and labelled (rl grows as needed; NULL when out
+ * of memory). Counted in rl->n only once the caller has measured it. */
 static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *bench, int d,
                           int64_t L, int64_t n_rows, int causal, int threads)
 {
-    if (rl->n == rl->cap) return NULL;
+    if (rl->n == rl->cap) {
+        const int cap = rl->cap ? 2 * rl->cap : ROWS_INITIAL;
+        bench_row *nr = realloc(rl->rows, (size_t)cap * sizeof *nr);
+        if (!nr) return NULL;
+        rl->rows = nr;
+        rl->cap = cap;
+    }
     bench_row *r = &rl->rows[rl->n];
     memset(r, 0, sizeof *r);
     snprintf(r->kernel, sizeof r->kernel, "%s", k ? k->name : "ref");
@@ -778,7 +805,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 bench_fn f = {&tc, tile_prepare, tile_call};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
                     bench_row *r = row_new(rl, &o->kernels[kk], "causal", d, L, L, 1, o->threads[ti]);
-                    if (!r) break;
+                    if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
                     if ((rc = measure(o, &f, r))) break;
@@ -817,7 +844,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
                     bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1,
                                            o->threads[ti]);
-                    if (!r) break;
+                    if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
                     if ((rc = measure(o, &f, r))) break;
@@ -869,7 +896,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                                                     : "RoPE, exact phases per row (reference)"};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
                     bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, o->threads[ti]);
-                    if (!r) break;
+                    if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
                     if ((rc = measure(o, &f, r))) break;
@@ -886,6 +913,24 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     }
     rb_kernels_set_threads(o->all_threads);
     return rc;
+}
+
+/* launched_ranks: how many ranks an MPI launcher started with this process (Open MPI's
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and Intel MPI; 1 when neither is set), and
+ * this one's rank in *rank -- read before MPI_Init, which bench calls only for -o. */
+static int launched_ranks(int *rank)
+{
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"},
+                             *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+    *rank = 0;
+    for (int i = 0; i < 2; i++) {
+        const char *n = getenv(sizes[i]), *r = getenv(ranks[i]);
+        if (n && atoi(n) > 1) {
+            *rank = r ? atoi(r) : 0;
+            return atoi(n);
+        }
+    }
+    return 1;
 }
 
 /* ---- the command ------------------------------------------------------------------------ */
@@ -911,7 +956,7 @@ int rb_cmd_bench(int argc, char **argv)
     int64_t dims64[MAX_SHAPES];
     int code = 0, opt, mpi_up = 0, warm_given = 0;
     FILE *jf = NULL;
-    row_list rl = {NULL, 0, MAX_ROWS};
+    row_list rl = {NULL, 0, 0};
     char err[512], missing[128] = "";
     bench_peaks pk = {.tiles1 = -1, .dpbf16 = -1};
 
@@ -964,11 +1009,11 @@ int rb_cmd_bench(int argc, char **argv)
             break;
         }
         case O_REPS:
-            if (parse_count("--reps", optarg, 0, &o.reps)) { code = RB_EXIT_USAGE; goto cleanup; }
+            if (parse_count("--reps", optarg, 0, 64, &o.reps)) { code = RB_EXIT_USAGE; goto cleanup; }
             o.reps_given = 1;
             break;
         case O_WARM:
-            if (parse_count("--warmup", optarg, 1, &o.warmup)) { code = RB_EXIT_USAGE; goto cleanup; }
+            if (parse_count("--warmup", optarg, 1, 1000000, &o.warmup)) { code = RB_EXIT_USAGE; goto cleanup; }
             warm_given = 1;
             break;
         case O_KERN: /* kernels_arg, threads_arg: set above */
@@ -1011,6 +1056,27 @@ int rb_cmd_bench(int argc, char **argv)
     if (o.quick && !warm_given) o.warmup = 0;
     if (o.reps > 64) {
         fprintf(stderr, "ropebench: bench: --reps %d: at most 64\n", o.reps);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    /* one process measures: ranks started together would compete for the cores, print
+     * a table each and, with -o, write one /bench from several ranks' figures */
+    int my_rank, nlaunched = launched_ranks(&my_rank);
+    if (nlaunched > 1) {
+        if (my_rank == 0)
+            fprintf(stderr, "ropebench: bench: started as %d MPI ranks; bench measures one "
+                            "process and its threads: run it without mpiexec, or with -n 1\n",
+                    nlaunched);
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (!o.do_causal && (o.n_dims || o.n_lens)) {
+        fprintf(stderr, "ropebench: bench: %s set the causal rows' shapes, but --only "
+                        "leaves out causal (probe and rope rows have fixed shapes, "
+                        "docs/bench.md)\n",
+                o.n_dims && o.n_lens ? "--head-dims and --lengths"
+                : o.n_dims           ? "--head-dims"
+                                     : "--lengths");
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -1070,6 +1136,17 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
         mpi_up = 1;
+        int world = 1;
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+        if (world > 1) { /* a launcher launched_ranks does not know */
+            int me = 0;
+            MPI_Comm_rank(MPI_COMM_WORLD, &me);
+            if (me == 0)
+                fprintf(stderr, "ropebench: bench: started as %d MPI ranks; bench measures "
+                                "one process and its threads: run it with -n 1\n", world);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
         rb_cli_fsize_hook();
         int exists = 0;
         if (bench_check_output(o.out, &exists, err, sizeof err) ||
@@ -1093,12 +1170,6 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
     }
-    if (!(rl.rows = calloc(MAX_ROWS, sizeof *rl.rows))) {
-        fprintf(stderr, "ropebench: bench: out of memory\n");
-        code = RB_EXIT_FAIL;
-        goto cleanup;
-    }
-
     /* peaks first, so that every row can be given as a fraction of them */
     {
         long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);

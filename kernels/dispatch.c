@@ -384,7 +384,13 @@ void rb_kernels_set_threads(int n)
     if (n >= 1)
         omp_set_num_threads(n);
 }
+int rb_kernels_thread_limit(void)
+{
+    const int lim = omp_get_thread_limit();
+    return lim > 0 ? lim : 1;
+}
 #else
 int rb_kernels_threads(void) { return 1; }
+int rb_kernels_thread_limit(void) { return 1; }
 void rb_kernels_set_threads(int n) { (void)n; }
 #endif

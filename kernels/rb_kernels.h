@@ -276,6 +276,9 @@ const char *rb_kernels_hugepages(const char *setting);
 int rb_kernels_threads(void);
 /* Set it (n >= 1); no effect without OpenMP. */
 void rb_kernels_set_threads(int n);
+/* The most threads a parallel region can get: OMP_THREAD_LIMIT (OpenMP's default for
+ * it is INT_MAX), 1 in a build without OpenMP. */
+int rb_kernels_thread_limit(void);
 
 /* ---------------------------------------------------------------------------------
  * Machine peaks (kernels/peak.c): what benchmark figures are given as fractions of.
@@ -285,9 +288,11 @@ void rb_kernels_set_threads(int n);
  * over `threads` OpenMP threads (<= 0: all, i.e. rb_kernels_threads()). Each thread
  * runs independent FMA chains -- 12 zmm accumulators with AVX-512 when the CPU and OS
  * allow it, otherwise a plain-C loop the compiler vectorizes as far as it can -- for a
- * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s) in 8 windows; a thread's
- * rate is its best window's FLOP over that window's elapsed time (so a time slice lost
- * to another process lowers one window, not the peak). No memory traffic; never fails. */
+ * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s) in 8 windows that all
+ * threads start together and that end when the last thread is done; the result is the
+ * best window's FLOP of all threads over its wall time (so a time slice lost to another
+ * process lowers one window, not the peak, and more threads than cores cannot read
+ * more than the cores do). No memory traffic; never fails. */
 double rb_peak_fma_gflops(int threads, double seconds);
 
 /* rb_tile_ceiling_gflops: fp32 GFLOP/s of the avx512 kernel's register tiles alone on

@@ -17,6 +17,14 @@ rb_add_test(NAME bench.quick
   LABELS "bench;python;mpi" TIMEOUT 600)
 set_tests_properties(bench.quick PROPERTIES PROCESSORS 2 RUN_SERIAL ON)
 
+# more rows than the first row buffer (256) and thread counts above the cores: every
+# row asked for, and no FMA peak above what the cores can do (tests/bench_rows_count.py)
+rb_add_test(NAME bench.many_rows
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench_rows_count.py
+          $<TARGET_FILE:ropebench> ${RB_BENCH_WORK}/many-rows
+  LABELS "bench;python" TIMEOUT 600)
+set_tests_properties(bench.many_rows PROPERTIES PROCESSORS 2 RUN_SERIAL ON)
+
 # bad options: one 'ropebench:' line naming the option, exit 2, before any work
 file(WRITE ${RB_BENCH_WORK}/not_hdf5.h5 "this is text, not HDF5\n")
 function(rb_bench_error name regex)
@@ -26,13 +34,32 @@ endfunction()
 set(B $<TARGET_FILE:ropebench> bench)
 rb_bench_error(reps_zero "--reps '0': not a positive integer" ${B} --reps 0)
 rb_bench_error(reps_text "--reps 'many': not a positive integer" ${B} --reps many)
-rb_bench_error(reps_many "--reps 65: at most 64" ${B} --reps 65)
+rb_bench_error(reps_many "--reps '65': at most 64" ${B} --reps 65)
+rb_bench_error(reps_huge "--reps '1000001': at most 64" ${B} --reps 1000001)
+rb_bench_error(reps_space "--reps ' 3': not a positive integer" ${B} --reps " 3")
 rb_bench_error(warmup_neg "--warmup '-1': not a non-negative integer" ${B} --warmup -1)
 rb_bench_error(kernel_unknown "--kernels: unknown kernel 'avx1024'" ${B} --kernels ref,avx1024)
 rb_bench_error(kernel_twice "--kernels: 'ref' listed twice" ${B} --kernels ref,ref)
 rb_bench_error(threads_zero "--threads '0': not a positive integer" ${B} --threads 1,0)
 rb_bench_error(threads_twice "--threads: '1' listed twice" ${B} --threads 1,2,1)
 rb_bench_error(threads_all_twice "--threads: 'all' listed twice" ${B} --threads all,all)
+rb_bench_error(threads_same_value "--threads: '1' listed twice" ${B} --threads 01,2,1)
+rb_bench_error(threads_huge "--threads '1025': at most 1024" ${B} --threads 1025)
+# a count above OMP_THREAD_LIMIT would run with fewer threads than its row says
+rb_bench_error(threads_over_limit "--threads 2: OMP_THREAD_LIMIT allows at most 1 thread"
+  ${CMAKE_COMMAND} -E env OMP_THREAD_LIMIT=1 $<TARGET_FILE:ropebench> bench --quick --threads 1,2)
+# the causal shapes with no causal rows: not silently ignored
+rb_bench_error(dims_without_causal "--head-dims set the causal rows' shapes, but --only leaves out causal"
+  ${B} --only probe --head-dims 64)
+rb_bench_error(lens_without_causal "--lengths set the causal rows' shapes, but --only leaves out causal"
+  ${B} --only rope,probe --lengths 4096)
+# bench measures one process: 2 ranks (with or without -o) are refused before any work
+rb_bench_error(two_ranks "started as 2 MPI ranks; bench measures one process"
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> bench --quick --only rope)
+rb_bench_error(two_ranks_output "started as 2 MPI ranks; bench measures one process"
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> bench --quick --only rope -o ${RB_BENCH_WORK}/two.h5)
+set_tests_properties(bench.error_two_ranks bench.error_two_ranks_output PROPERTIES
+  PROCESSORS 2 LABELS "bench;cli;mpi")
 rb_bench_error(only_twice "--only: 'rope' listed twice" ${B} --only rope,causal,rope)
 rb_bench_error(quick_twice "--quick given twice" ${B} --quick --only rope --quick)
 # --json to a device or a FIFO: refused before any work (a FIFO used to block the open
