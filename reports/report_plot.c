@@ -561,35 +561,60 @@ static int plot_script(const rp_file *f, rp_plot *p, size_t k, const char *tmp, 
         FILE *dat = fopen(fn, "w");
         if (!dat)
             return rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));
-        /* pm3d scan lines: one per distance bin (bin 0, distance 0, drawn at 0.5);
-         * the colour range is symmetric so that white is a zero share */
+        /* one filled box per (pair, distance bin) in that cell's own colour (pm3d on
+         * the cell values, as until 2026-12-02, coloured each quadrangle by the mean of
+         * its four corners: a lone pair showed as two half-strength columns beside
+         * it). Boxes span j +- 1/2 and, on the log distance axis, from the geometric
+         * mean of a bin's centre and the previous one's to that with the next (bin 0,
+         * distance 0, is drawn at 0.5). Cells without a value (NaN) are grey; the colour
+         * range is symmetric so that white is a zero share. */
+        const int64_t nb = c->share_bins, npair = c->share_pairs;
         double zmax = 0;
-        for (int64_t i2 = 0; i2 < c->share_bins * c->share_pairs; i2++)
+        int any_nan = 0;
+        for (int64_t i2 = 0; i2 < nb * npair; i2++) {
             if (isfinite(c->share[i2]) && fabs(c->share[i2]) > zmax)
                 zmax = fabs(c->share[i2]);
+            any_nan |= !isfinite(c->share[i2]);
+        }
         if (!(zmax > 0))
             zmax = 1;
-        for (int64_t b = 0; b < c->share_bins; b++) {
-            const double y = c->share_dist[b] > 0 ? c->share_dist[b] : 0.5;
-            for (int64_t j = 0; j < c->share_pairs; j++) {
-                const double z = c->share[b * c->share_pairs + j];
-                if (isfinite(z))
-                    fprintf(dat, "%lld %.17g %.17g\n", (long long)j, y, z);
-                else
-                    fprintf(dat, "%lld %.17g NaN\n", (long long)j, y);
+#define RP_BIN_Y(b) (c->share_dist[(b)] > 0 ? c->share_dist[(b)] : 0.5)
+        double y_lo = 0, y_hi = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            const double y = RP_BIN_Y(b);
+            const double lo = b > 0 ? sqrt(RP_BIN_Y(b - 1) * y)
+                              : nb > 1 ? y / sqrt(RP_BIN_Y(1) / y) : y / 2;
+            const double hi = b + 1 < nb ? sqrt(y * RP_BIN_Y(b + 1))
+                              : nb > 1 ? y * sqrt(y / RP_BIN_Y(b - 1)) : y * 2;
+            if (b == 0)
+                y_lo = lo;
+            y_hi = hi;
+            for (int64_t j = 0; j < npair; j++) {
+                const double z = c->share[b * npair + j];
+                /* the last column says whether the cell has a value (gnuplot takes a
+                 * NaN colour column for an undefined colour and draws the box white) */
+                fprintf(dat, "%lld %.17g %.17g %.17g %.17g %.17g %.17g %d\n", (long long)j, y,
+                        (double)j - 0.5, (double)j + 0.5, lo, hi, isfinite(z) ? z : 0.0,
+                        isfinite(z));
             }
-            fprintf(dat, "\n");
         }
+#undef RP_BIN_Y
         if (fclose(dat) != 0)
             return rb_errf(err, errlen, RB_EIO, "report: %s: write failed", fn);
         fprintf(gp, "reset\nset terminal svg size 820,520 dynamic font 'sans,11' "
                     "background '#ffffff'\nset output 'p%zu.svg'\n", k);
-        fprintf(gp, "set view map\nset logscale y 10\nset xlabel 'rotary pair j'\n"
+        fprintf(gp, "set logscale y 10\nset xlabel 'rotary pair j'\n"
                     "set ylabel 'distance (tokens)'\nset cblabel 'share (logit units)'\n"
                     "set title '%s' noenhanced\nset palette defined (-1 '#2166ac', 0 "
-                    "'#f7f7f7', 1 '#b2182b')\nunset key\nset cbrange [%.17g:%.17g]\n",
-                p[k].case_name, -zmax, zmax);
-        fprintf(gp, "splot 'p%zu_0.dat' using 1:2:3 with pm3d\nunset output\n", k);
+                    "'#f7f7f7', 1 '#b2182b')\nunset key\nset cbrange [%.17g:%.17g]\n"
+                    "set xrange [-0.5:%.17g]\nset yrange [%.17g:%.17g]\n",
+                p[k].case_name, -zmax, zmax, (double)npair - 0.5, y_lo, y_hi);
+        fprintf(gp, "plot 'p%zu_0.dat' using 1:($8 > 0 ? $2 : 1/0):3:4:5:6:7 "
+                    "with boxxyerror fs solid 1.0 noborder lc palette", k);
+        if (any_nan)
+            fprintf(gp, ", \\\n     'p%zu_0.dat' using 1:($8 > 0 ? 1/0 : $2):3:4:5:6 "
+                        "with boxxyerror fs solid 1.0 noborder fc rgb '#bdbdbd'", k);
+        fprintf(gp, "\nunset output\n");
         return RB_OK;
     }
     return plot_lines(f, &p[k], k, tmp, gp, err, errlen);

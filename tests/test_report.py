@@ -441,6 +441,44 @@ SYNTHETIC_SVGS = sorted(
     + ["share-pi-x4-L128-probe-needle.svg"])
 
 
+def check_heatmap(svg, path, dataset):
+    """The pair-share heat map: one filled cell per (bin, pair) with a value, each in its
+    own value's colour on the palette -1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b' over
+    [-max|share|, max|share|] (to within 3 of 255 per channel), compared as sorted
+    lists; an interpolated map (cells coloured by the mean of their corners) fails."""
+    with h5py.File(path, "r") as f:
+        share = f[dataset][()]
+    vals = share[np.isfinite(share)]
+    zmax = np.abs(vals).max() or 1.0
+    stops = np.array([[0x21, 0x66, 0xac], [0xf7, 0xf7, 0xf7], [0xb2, 0x18, 0x2b]], float)
+
+    def colour(z):
+        t = z / zmax
+        a, b, u = (stops[0], stops[1], t + 1) if t < 0 else (stops[1], stops[2], t)
+        return a + (b - a) * u
+
+    def key(c):  # b - r falls along the palette from blue (139) to red (-135)
+        return c[2] - c[0]
+
+    want = sorted((tuple(colour(z)) for z in vals), key=key)
+    body = open(svg, encoding="utf-8").read()
+    plot = body.split('<g id="gnuplot_plot_1"', 1)[-1].split("</g>\n\t</g>", 1)[0]
+    got = sorted((tuple(float(x) for x in m) for m in
+                  re.findall(r"polygon fill = 'rgb\(\s*(\d+),\s*(\d+),\s*(\d+)\)'", plot)),
+                 key=key)
+    if len(got) != len(want):
+        fail("heat map %s: %d filled cells, the file has %d values (%d bins x %d pairs)"
+             % (os.path.basename(svg), len(got), len(want), *share.shape))
+        return
+    worst = max(max(abs(g - w) for g, w in zip(a, b)) for a, b in zip(got, want))
+    if worst > 3:
+        fail("heat map %s: a cell's colour is %.0f/255 from its value's" %
+             (os.path.basename(svg), worst))
+    else:
+        print("ok   heat map: %d cells, each in its value's colour (within %.0f/255)"
+              % (len(got), worst))
+
+
 def damaged_cases(cmd, work, good):
     """Files that are valid HDF5 but damaged or foreign in one place: the report reads
     nothing outside the file, never crashes, and a case whose data stops gnuplot costs
@@ -545,16 +583,34 @@ def damaged_cases(cmd, work, good):
         if os.path.isdir(out) else []
     if rc != 0 or shares != ["share-p_q-2.svg", "share-p_q.svg"]:
         fail("twin case names: status %d, heat maps %s: %s" % (rc, shares, (so + se)[-500:]))
+    # a share matrix all NaN: a heat map of grey cells only (every cell drawn, none
+    # in a palette colour)
     p = variant("nan-share", lambda f: f[P + "/pair_share/share"].__setitem__(
         Ellipsis, np.nan))
     out = os.path.join(work, "out-nan-share")
+    rc, so, se = fresh(p, out)
+    svgs = [x for x in os.listdir(out) if x.endswith(".svg")] if os.path.isdir(out) else []
+    hm = os.path.join(out, "share-pi-x4-L128-probe-needle.svg")
+    body = open(hm, encoding="utf-8").read() if os.path.exists(hm) else ""
+    with h5py.File(p, "r") as f:
+        ncell = f[P + "/pair_share/share"].size
+    if rc != 0 or len(svgs) != len(SYNTHETIC_SVGS) or \
+            body.count("polygon fill = 'rgb(189, 189, 189)'") != ncell:
+        fail("NaN share matrix: status %d, %d SVGs (want %d), %d grey cells (want %d): %s" % (
+            rc, len(svgs), len(SYNTHETIC_SVGS),
+            body.count("polygon fill = 'rgb(189, 189, 189)'"), ncell, (so + se)[-800:]))
+    # a distance column all NaN stops gnuplot on that plot (no y range): the report
+    # says so in one line, exits non-zero, and keeps every other plot
+    p = variant("nan-share-distance", lambda f: f[P + "/pair_share/distance"].__setitem__(
+        Ellipsis, np.nan))
+    out = os.path.join(work, "out-nan-share-distance")
     rc, so, se = fresh(p, out)
     svgs = [x for x in os.listdir(out) if x.endswith(".svg")] if os.path.isdir(out) else []
     lines = [l for l in (so + se).splitlines() if l.strip()]
     if rc in (0,) or rc < 0 or rc >= 128 or len(lines) != 1 or \
             "gnuplot failed on 1 of" not in lines[0] or "pi-x4-L128-probe-needle" not in \
             lines[0] or len(svgs) != len(SYNTHETIC_SVGS) - 1:
-        fail("NaN share matrix: status %d, %d SVGs (want %d): %s" % (
+        fail("NaN share distances: status %d, %d SVGs (want %d): %s" % (
             rc, len(svgs), len(SYNTHETIC_SVGS) - 1, (so + se)[-800:]))
     # non-finite entropy and lse values: left out of the means, and the report says how
     # many (the mean over the finite ones, against numpy)
@@ -659,6 +715,8 @@ def main():
             fail("good file: the header does not give %r: %r" % (ident, md.split("\n")[2]))
         if svgs != SYNTHETIC_SVGS:
             fail("good file: SVG plots %s, expected %s" % (svgs, SYNTHETIC_SVGS))
+        check_heatmap(os.path.join(out, "share-pi-x4-L128-probe-needle.svg"), good,
+                      "cases/pi-x4-L128-probe-needle/pair_share/share")
         for s in svgs:
             if "(%s)" % s not in md:
                 fail("report.md does not link %s" % s)
