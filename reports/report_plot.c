@@ -527,10 +527,19 @@ static int plot_lines(const rp_file *f, const rp_plot *pl, size_t k, const char 
             fprintf(gp, "set title '%s' noenhanced\nplot ", lab);
         for (int y = 0; y < kd->ny; y++) {
             const int first = kd->panels ? y == 0 : j == 0 && y == 0;
-            fprintf(gp, "%s'p%zu_%zu.dat' using 1:%d with %s lt %d dt %d title '%s%s%s'",
+            /* one style per (case, series): the colour says the case (gnuplot's 8 line
+             * colours, then again), the marker the series and the round of colours
+             * (so that cases 1 and 9 differ), the dash the series of a line plot, or
+             * the round where there is one series */
+            static const int marks[6] = {7, 5, 9, 11, 13, 15}; /* filled shapes */
+            const int cyc = kd->panels ? 0 : (int)(j / 8);
+            const int lt = kd->panels ? y + 1 : (int)(j % 8) + 1;
+            const int pt = marks[(cyc * kd->ny + y) % 6];
+            const int dt = kd->panels ? 1 : kd->ny == 1 ? cyc + 1 : y + 1;
+            fprintf(gp, "%s'p%zu_%zu.dat' using 1:%d with %s pt %d ps %s lt %d dt %d title '%s%s%s'",
                     first ? "" : ", \\\n     ", k, j, 2 + y,
-                    kd->points ? "points pt 7 ps 0.8" : "linespoints pt 7 ps 0.35 lw 1.5",
-                    kd->panels ? y + 1 : (int)j + 1, kd->panels ? 1 : y + 1,
+                    kd->points ? "points" : "linespoints lw 1.5", pt,
+                    kd->points ? "0.8" : "0.35", lt, dt,
                     kd->panels ? "" : lab, kd->panels || kd->ny == 1 ? "" : ", ",
                     kd->ny == 1 ? "" : kd->yname[y]);
         }

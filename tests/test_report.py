@@ -479,6 +479,52 @@ def check_heatmap(svg, path, dataset):
               % (len(got), worst))
 
 
+def plot_styles(svg):
+    """(colour, marker, dash) of each titled series of a gnuplot SVG, in order."""
+    body = open(svg, encoding="utf-8").read()
+    out = []
+    for part in re.split(r'<g id="gnuplot_plot_\d+"', body)[1:]:
+        title = re.search(r"<title>([^<]*)</title>", part)
+        colour = re.search(r"(?:stroke|color)='(rgb\([^)]*\))'", part)
+        mark = re.search(r"xlink:href='#(gpPt\d+)'", part)
+        dash = re.search(r"stroke-dasharray='([^']*)'", part)
+        out.append((title.group(1) if title else "", colour and colour.group(1),
+                    mark and mark.group(1), dash.group(1) if dash else ""))
+    return out
+
+
+def distinct_styles(cmd, work, good):
+    """Ten variants in one plot (gnuplot has 8 line colours) and a plot of two series
+    per case (needle ranks against the haystack and among all keys): every series of a
+    plot drawn in a style of its own (colour, marker, dash)."""
+    P = "cases/pi-x4-L128-probe-needle"
+    path = os.path.join(work, "ten-variants.h5")
+    shutil.copyfile(good, path)
+    with h5py.File(path, "a") as f:
+        for i in range(9):
+            name = "cases/pi-x%d-L128-probe-needle" % (5 + i)
+            f.copy(P, name)
+            f[name].attrs["factor"] = np.float64(5 + i)
+    out = os.path.join(work, "out-ten-variants")
+    shutil.rmtree(out, ignore_errors=True)
+    rc, so, se = run(cmd, path, out)
+    if rc != 0:
+        fail("ten variants: exit status %d: %s" % (rc, (so + se)[-500:]))
+        return
+    for svg, nseries in (("entropy-L128-probe-needle.svg", 10),
+                         ("needle-rank-L128-probe-needle.svg", 20)):
+        st = [x for x in plot_styles(os.path.join(out, svg)) if x[2]]
+        seen = {}
+        for title, *style in st:
+            seen.setdefault(tuple(style), []).append(title)
+        same = [t for t in seen.values() if len(t) > 1]
+        if len(st) < nseries or same:
+            fail("%s: %d series drawn (want >= %d); same style: %s" % (svg, len(st), nseries,
+                                                                         same[:2]))
+        else:
+            print("ok   %s: %d series, each in a style of its own" % (svg, len(st)))
+
+
 def damaged_cases(cmd, work, good):
     """Files that are valid HDF5 but damaged or foreign in one place: the report reads
     nothing outside the file, never crashes, and a case whose data stops gnuplot costs
@@ -717,6 +763,7 @@ def main():
             fail("good file: SVG plots %s, expected %s" % (svgs, SYNTHETIC_SVGS))
         check_heatmap(os.path.join(out, "share-pi-x4-L128-probe-needle.svg"), good,
                       "cases/pi-x4-L128-probe-needle/pair_share/share")
+        distinct_styles(cmd, work, good)
         for s in svgs:
             if "(%s)" % s not in md:
                 fail("report.md does not link %s" % s)
