@@ -60,6 +60,16 @@ static int common_case(const rp_file *fs, size_t n, size_t k, const rp_case **cs
     return cs[0] != NULL;
 }
 
+/* How many cases of file A every file holds complete. */
+static size_t common_cases(const rp_file *fs, size_t n)
+{
+    const rp_case *cs[RB_COMPARE_MAX];
+    size_t m = 0;
+    for (size_t k = 0; k < fs[0].ncases; k++)
+        m += (size_t)common_case(fs, n, k, cs);
+    return m;
+}
+
 /* The files and their runs: one row per property, one column per file. */
 static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
 {
@@ -303,17 +313,20 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
                   "(query, key) pair), as in each file's report; % of the FMA peak that run "
                   "measured (sums over its ranks); ×A is a file's GFLOP/s over A's, so above "
                   "1 is faster than A.");
+    if (!common_cases(fs, n)) { /* a sentence, not an empty table (Markdown would take a
+                                  * line below it for one of its rows) */
+        para(o, html, "No case is complete in every file.");
+        return;
+    }
     static const char *const what[3] = {"GFLOP/s", "% of peak", "×A"};
     static const int skip_a[3] = {0, 0, 1};
     const char *cols[1 + 3 * RB_COMPARE_MAX];
     char names[1 + 3 * RB_COMPARE_MAX][48];
     rp_table_head(o, html, cols, file_cols(cols, names, n, "case", what, skip_a, 3));
-    size_t rows = 0;
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
         if (!common_case(fs, n, k, cs))
             continue;
-        rows++;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, cs[0]->name);
         rp_tput ta;
@@ -330,8 +343,6 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
-    if (!rows)
-        para(o, html, "No case is complete in every file.");
 }
 
 /* The results of the cases in every file: mean entropy and mean lse of the rows (over
@@ -343,6 +354,10 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
                   "rank counts or kernels should agree to the kernels' bounds, 1e-5 relative "
                   "for fp32; row by row and metric by metric: tests/compare_results.py and "
                   "tests/compare_metrics.py, docs/results-format.md).");
+    if (!common_cases(fs, n)) {
+        para(o, html, "No case is complete in every file.");
+        return;
+    }
     static const char *const what[1] = {"mean entropy, nats"};
     static const int skip_a[1] = {0};
     const char *cols[3 + RB_COMPARE_MAX];
@@ -351,12 +366,10 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     cols[nc++] = "mean entropy: largest difference from A (absolute)";
     cols[nc++] = "mean lse: largest difference from A (absolute)";
     rp_table_head(o, html, cols, nc);
-    size_t rows = 0;
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
         if (!common_case(fs, n, k, cs))
             continue;
-        rows++;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, cs[0]->name);
         double de = 0, dl = 0;
@@ -373,8 +386,6 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
-    if (!rows)
-        para(o, html, "No case is complete in every file.");
 }
 
 /* Row r of a /bench table as its key "kernel dtype bench d L threads". */

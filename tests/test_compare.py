@@ -184,6 +184,27 @@ def main():
                        text=True)
     if p.returncode != 2 or "2 to 8" not in p.stderr:
         fail(f"9 files: exit {p.returncode}, {p.stderr!r}")
+    # files without a case in common: a sentence under those headings, not an empty
+    # table that Markdown would read the sentence into
+    c = os.path.join(work, "c.h5")
+    shutil.copyfile(b, c)
+    with h5py.File(c, "a") as f:
+        for name in list(f["cases"]):
+            f["cases"].move(name, "other-" + name)
+    out3 = os.path.join(work, "out-disjoint")
+    p = subprocess.run([exe, "report", a, c, "-o", out3], capture_output=True, text=True)
+    md3 = open(os.path.join(out3, "compare.md")).read() if p.returncode == 0 else ""
+    for h in ("## Throughput of the cases in every file", "## Results of the cases in every file"):
+        sec = md3.split(h, 1)[-1].split("\n## ", 1)[0] if h in md3 else ""
+        if "\nNo case is complete in every file.\n" not in sec or "|" in sec:
+            fail(f"disjoint files, {h}: exit {p.returncode}, section {sec[:300]!r}")
+    for label, text in (("compare.md", md), ("disjoint compare.md", md3)):
+        lines = text.split("\n")
+        for i in range(len(lines) - 1):
+            if lines[i].startswith("|") and lines[i + 1].strip() and \
+                    not lines[i + 1].startswith("|"):
+                fail(f"{label}: a table runs into the line after it: {lines[i + 1][:80]!r}")
+                break
     print(f"{'FAIL' if failures else 'ok  '} compare: {len(failures)} failures")
     return 1 if failures else 0
 
