@@ -196,7 +196,8 @@ typedef struct {
     size_t n;
     int binned;  /* some series are log-binned */
     char svg_name[96]; /* file name beside the report, "" if not rendered */
-    char case_name[80]; /* RP_HEATMAP: the case (safe label) */
+    char case_name[200]; /* RP_HEATMAP: the case (safe label; a longer name keeps its
+                          * start and end around "...") */
     char *svg;         /* SVG text for inlining, NULL if not rendered */
 } rp_plot;
 

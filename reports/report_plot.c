@@ -30,6 +30,22 @@ void rp_safe_label(char *dst, size_t len, const char *src)
     dst[i] = '\0';
 }
 
+/* safe_label_mid: rp_safe_label, but a src too long for dst (len >= 16) keeps its
+ * start and its end around "...", so that long case names that differ only at one end
+ * still differ in a plot's title and caption. */
+static void safe_label_mid(char *dst, size_t len, const char *src)
+{
+    const size_t n = strlen(src);
+    if (n < len || len < 16) {
+        rp_safe_label(dst, len, src);
+        return;
+    }
+    const size_t head = (len - 4) / 2, tail = len - 4 - head;
+    rp_safe_label(dst, head + 1, src);
+    memcpy(dst + head, "...", 3);
+    rp_safe_label(dst + head + 3, tail + 1, src + n - tail);
+}
+
 /* rp_case_label: see report_int.h. */
 void rp_case_label(char *dst, size_t len, const rp_case *c)
 {
@@ -703,7 +719,7 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         p[np].seq_len = c->seq_len;
         snprintf(p[np].mode, sizeof p[np].mode, "%s", c->mode);
         snprintf(p[np].dataset, sizeof p[np].dataset, "%s", c->dataset);
-        rp_safe_label(p[np].case_name, sizeof p[np].case_name, c->name);
+        safe_label_mid(p[np].case_name, sizeof p[np].case_name, c->name);
         ix[0] = i;
         p[np].idx = ix;
         p[np].n = 1;
@@ -768,7 +784,7 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                 continue;
             failed[k] = 1;
             if (nfail++ == 0) {
-                char cap[300];
+                char cap[768];
                 rp_plot_caption(cap, sizeof cap, &p[k]);
                 snprintf(first_fail, sizeof first_fail, "%.200s: %.290s", cap, why);
             }

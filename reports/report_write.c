@@ -689,7 +689,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
     for (size_t k = 0; k < np; k++) {
         if (!p[k].svg_name[0])
             continue;
-        char cap[512];
+        char cap[768];
         rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "![");
         rp_md_esc(o, cap);
@@ -818,7 +818,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
     for (size_t k = 0; k < np; k++) {
         if (!p[k].svg)
             continue;
-        char cap[512];
+        char cap[768];
         rp_plot_caption(cap, sizeof cap, &p[k]);
         fprintf(o, "<figure>\n%s\n<figcaption>", p[k].svg);
         rp_html_esc(o, cap);

@@ -629,6 +629,18 @@ def damaged_cases(cmd, work, good):
         if os.path.isdir(out) else []
     if rc != 0 or shares != ["share-p_q-2.svg", "share-p_q.svg"]:
         fail("twin case names: status %d, heat maps %s: %s" % (rc, shares, (so + se)[-500:]))
+    # two case names of 300 characters that differ only at their end: heat maps whose
+    # titles and captions still tell them apart (both were cut to the first 79)
+    def long_names(f):
+        f.copy(P, "cases/" + "Z" * 300 + "-a")
+        f.move(P, "cases/" + "Z" * 300 + "-b")
+    p = variant("long-names", long_names)
+    out = os.path.join(work, "out-long-names")
+    rc, so, se = fresh(p, out)
+    md = open(os.path.join(out, "report.md")).read() if rc == 0 else ""
+    caps = set(re.findall(r"Per-pair attention share \(metric 5\) of case ([^:]*):", md))
+    if rc != 0 or len(caps) != 2 or not all(c.startswith("ZZZ") for c in caps):
+        fail("long case names: status %d, heat-map captions %s" % (rc, sorted(caps)))
     # a share matrix all NaN: a heat map of grey cells only (every cell drawn, none
     # in a palette colour)
     p = variant("nan-share", lambda f: f[P + "/pair_share/share"].__setitem__(
