@@ -82,24 +82,26 @@ static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
         cols[1 + i] = labels[i];
     }
     rp_table_head(o, html, cols, (int)n + 1);
+    /* battr: the /bench attribute for a file that has no study run (bench -o alone) */
     static const struct {
         const char *row, *attr;
         int prov;
+        const char *battr;
     } props[] = {
-        {"results file", NULL, 0},
-        {"CPU", "cpu_model", 1},
-        {"host (rank 0)", "hostname", 1},
-        {"ranks", "nranks", 0},
-        {"threads per rank", "threads_per_rank", 0},
-        {"kernel", "kernel", 0},
-        {"dtype", "dtype", 0},
-        {"ropebench", "ropebench_version", 0},
-        {"git", "git_describe", 0},
-        {"compiler", "compiler", 1},
-        {"MPI", "mpi_version", 1},
-        {"huge pages", "hugepages", 1},
-        {"switches set", "environment", 1},
-        {"created (UTC)", "created_utc", 0},
+        {"results file", NULL, 0, NULL},
+        {"CPU", "cpu_model", 1, "cpu_model"},
+        {"host (rank 0)", "hostname", 1, NULL},
+        {"ranks", "nranks", 0, NULL},
+        {"threads per rank", "threads_per_rank", 0, "threads_all"},
+        {"kernel", "kernel", 0, NULL},
+        {"dtype", "dtype", 0, NULL},
+        {"ropebench", "ropebench_version", 0, "ropebench_version"},
+        {"git", "git_describe", 0, NULL},
+        {"compiler", "compiler", 1, NULL},
+        {"MPI", "mpi_version", 1, NULL},
+        {"huge pages", "hugepages", 1, "hugepages"},
+        {"switches set", "environment", 1, "environment"},
+        {"created (UTC)", "created_utc", 0, NULL},
     };
     for (size_t p = 0; p < sizeof props / sizeof *props; p++) {
         fprintf(o, html ? "<tr>" : "|");
@@ -108,6 +110,8 @@ static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
             const char *v = !props[p].attr ? fs[i].path
                             : rp_attr_get(props[p].prov ? &fs[i].prov : &fs[i].root,
                                           props[p].attr);
+            if (!v && props[p].battr && fs[i].bench.t.n > 0)
+                v = rp_attr_get(&fs[i].bench.attrs, props[p].battr);
             rp_cell_text(o, html, v ? v : "n/a");
         }
         fprintf(o, html ? "</tr>\n" : "\n");
@@ -119,13 +123,34 @@ static void write_runs(FILE *o, const rp_file *fs, size_t n, int html)
     fprintf(o, html ? "</tr>\n" : "\n");
     static const char *const peaks[2] = {"FMA peak, GFLOP/s (sum over ranks)",
                                          "triad, GB/s (sum over ranks)"};
+    static const char *const bench_peaks[2] = {"peak_gflops_all", "triad_gbps_all"};
     for (int p = 0; p < 2; p++) {
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, peaks[p]);
-        for (size_t i = 0; i < n; i++)
-            rp_cell_num(o, html, p ? fs[i].triad_gbps : fs[i].peak_gflops, "%.1f");
+        for (size_t i = 0; i < n; i++) {
+            const double v = p ? fs[i].triad_gbps : fs[i].peak_gflops;
+            const char *bv = fs[i].bench.t.n > 0 ? rp_attr_get(&fs[i].bench.attrs,
+                                                               bench_peaks[p]) : NULL;
+            if (isnan(v) && bv) { /* no study run: the bench's own, all threads */
+                char b[96];
+                snprintf(b, sizeof b, "%.1f (bench, all threads)", strtod(bv, NULL));
+                rp_cell_text(o, html, b);
+            } else {
+                rp_cell_num(o, html, v, "%.1f");
+            }
+        }
         fprintf(o, html ? "</tr>\n" : "\n");
     }
+    /* whether the /bench rows are --quick ones, whose fractions mean nothing */
+    fprintf(o, html ? "<tr>" : "|");
+    rp_cell_text(o, html, "bench rows");
+    for (size_t i = 0; i < n; i++) {
+        const char *q = fs[i].bench.t.n > 0 ? rp_attr_get(&fs[i].bench.attrs, "quick") : NULL;
+        rp_cell_text(o, html, fs[i].bench.t.n == 0 ? "none"
+                              : q && !strcmp(q, "1") ? "--quick (fractions mean nothing)"
+                                                      : "full");
+    }
+    fprintf(o, html ? "</tr>\n" : "\n");
     if (html)
         fprintf(o, "</table>\n");
 }
@@ -453,9 +478,44 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
  * over the files (exact for two rank counts), with its prediction at 4x the largest N.
  * A model of these runs on this kind of machine: a is what does not shrink with more
  * ranks (communication, imbalance, serial work); a cluster's network changes it. */
+/* scaling_mismatch: 1 and what differs (into why) when the runs of case cs[0..n) differ
+ * in more than their rank count -- the shape, kernel, dtype, layout or threads per rank
+ * of the case, or the CPU of the file -- so that a fit of T(N) across them would mix
+ * other effects into what it calls scaling; 0 when only the ranks may differ. */
+static int scaling_mismatch(const rp_file *fs, size_t n, const rp_case **cs, char *why,
+                            size_t len)
+{
+    for (size_t i = 1; i < n; i++) {
+        const rp_case *a = cs[0], *c = cs[i];
+        const char *what = a->seq_len != c->seq_len       ? "seq_len"
+                           : a->heads != c->heads         ? "heads"
+                           : a->head_dim != c->head_dim   ? "head_dim"
+                           : a->n_rows != c->n_rows       ? "n_rows"
+                           : strcmp(a->kernel, c->kernel) ? "kernel"
+                           : strcmp(a->dtype, c->dtype)   ? "dtype"
+                           : strcmp(a->shard_layout, c->shard_layout) ? "shard_layout"
+                           : a->threads != c->threads     ? "threads per rank"
+                                                          : NULL;
+        const char *ca = rp_attr_get(&fs[0].prov, "cpu_model"),
+                   *cc = rp_attr_get(&fs[i].prov, "cpu_model");
+        if (!what && ca && cc && strcmp(ca, cc))
+            what = "CPU";
+        if (what) {
+            char la[8], lc[8];
+            label(la, sizeof la, 0);
+            label(lc, sizeof lc, i);
+            snprintf(why, len, "%s differs between %s and %s", what, la, lc);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
 {
     int heading_done = 0;
+    char skipped[1024] = "";
+    size_t nskipped = 0;
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
         int all = common_case(fs, n, k, cs);
@@ -484,6 +544,14 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
         }
         if (nmin == nmax)
             continue;
+        char why[160];
+        if (scaling_mismatch(fs, n, cs, why, sizeof why)) {
+            const size_t len = strlen(skipped);
+            if (nskipped++ < 4)
+                snprintf(skipped + len, sizeof skipped - len, "%s%s (%s)", len ? "; " : "",
+                         cs[0]->name, why);
+            continue;
+        }
         /* least squares on x = 1/N, kept to a, b >= 0 (times do not fall below zero
          * with more ranks; noisy runs can make a free fit say so) */
         const double m = (double)n, var = sxx - sx * sx / m;
@@ -508,8 +576,8 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
                  "predicts at 4 × N_max (a and b held at 0 or above: a case where the free "
                  "fit went below is marked). A model of these runs on this kind of machine "
                  "only: a is what more ranks do not shrink (communication, imbalance, serial "
-                 "work), and a cluster's network and topology change it; the files should "
-                 "hold one study at one thread count per rank (see Files and runs).");
+                 "work), and a cluster's network and topology change it. A case whose runs "
+                 "differ in more than the rank count is not fitted (named below).");
             static const char *cols[] = {"case", "N: total s", "efficiency N_max vs N_min",
                                          "a, s", "b, s", "predicted s at 4 × N_max"};
             rp_table_head(o, html, cols, 6);
@@ -535,6 +603,21 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (heading_done && html)
         fprintf(o, "</table>\n");
+    if (nskipped) {
+        if (!heading_done)
+            heading(o, html, "Scaling across rank counts (a model)");
+        char b[1400];
+        snprintf(b, sizeof b, "Not fitted: %zu case(s) whose runs differ in more than the rank "
+                              "count, so that a fit would call those differences scaling: %s%s.",
+                 nskipped, skipped, nskipped > 4 ? "; …" : "");
+        /* case names are the file's text: escaped */
+        fprintf(o, html ? "<p>" : heading_done ? "\n" : "");
+        if (html)
+            rp_html_esc(o, b);
+        else
+            rp_md_esc(o, b);
+        fprintf(o, html ? "</p>\n" : "\n\n");
+    }
 }
 
 static int write_doc(const rp_file *fs, size_t n, const char *outdir, int html, char *err,

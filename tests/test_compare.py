@@ -14,6 +14,7 @@ computed here, to the printed precision.
 usage: test_compare.py WORKDIR ROPEBENCH
 """
 import hashlib
+import html as html_mod
 import os
 import shutil
 import subprocess
@@ -116,7 +117,7 @@ def main():
             fail(f"runs table: head {head}, kernel row {kern}")
         # study: the keys that differ, with both values
         head, rows = table(md, "## Study")
-        got = {r[0]: r[1:] for r in rows}
+        got = {r[0]: [html_mod.unescape(x) for x in r[1:]] for r in rows}
         if got.get("model.head_dim") != ["16", "32"] or \
                 got.get("study.heads") != ["(absent)", "2"] or "scaling.methods" in got or \
                 got.get("scaling.short_factor") != [long_a, long_b]:
@@ -184,6 +185,20 @@ def main():
                        text=True)
     if p.returncode != 2 or "2 to 8" not in p.stderr:
         fail(f"9 files: exit {p.returncode}, {p.stderr!r}")
+    # the scaled case with another thread count per rank in B: no fit across it (the
+    # runs differ in more than the rank count), said in one sentence that names it
+    d = os.path.join(work, "d.h5")
+    shutil.copyfile(b, d)
+    with h5py.File(d, "a") as f:
+        f["cases"][scaled].attrs["threads"] = np.int64(7)
+    out5 = os.path.join(work, "out-threads")
+    p = subprocess.run([exe, "report", a, d, "-o", out5], capture_output=True, text=True)
+    md5 = open(os.path.join(out5, "compare.md")).read() if p.returncode == 0 else ""
+    sec = md5.split("## Scaling across rank counts (a model)", 1)[-1].split("\n## ", 1)[0] \
+        if "## Scaling across" in md5 else ""
+    if "|" in sec or f"Not fitted: 1 case(s)" not in sec or \
+            f"{scaled} (threads per rank differs between A and B)" not in sec:
+        fail(f"scaling across thread counts: exit {p.returncode}, section {sec[:400]!r}")
     # files without a case in common: a sentence under those headings, not an empty
     # table that Markdown would read the sentence into
     c = os.path.join(work, "c.h5")
@@ -205,6 +220,30 @@ def main():
                     not lines[i + 1].startswith("|"):
                 fail(f"{label}: a table runs into the line after it: {lines[i + 1][:80]!r}")
                 break
+    # two bench-only files (bench -o alone): the machine from /bench, not n/a, and
+    # whether the rows are --quick ones
+    bo = [os.path.join(work, f"bench-only-{i}.h5") for i in (1, 2)]
+    for i, path in enumerate(bo):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_synthetic.py"),
+                        "--bench-only", path], check=True, stdout=subprocess.DEVNULL)
+        with h5py.File(path, "a") as f:
+            f["bench"].attrs["quick"] = np.int64(i)
+    out4 = os.path.join(work, "out-bench-only")
+    p = subprocess.run([exe, "report"] + bo + ["-o", out4], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"bench-only files: exit {p.returncode}: {p.stderr}")
+    else:
+        _, rows = table(open(os.path.join(out4, "compare.md")).read(), "## Files and runs")
+        got = {r[0]: [html_mod.unescape(x) for x in r[1:]] for r in rows}
+        with h5py.File(bo[0], "r") as f:
+            cpu = f["bench"].attrs["cpu_model"]
+            cpu = cpu.decode() if isinstance(cpu, bytes) else str(cpu)
+            fma = float(f["bench"].attrs["peak_gflops_all"])
+        if got.get("CPU") != [cpu, cpu] or \
+                got.get("bench rows") != ["full", "--quick (fractions mean nothing)"] or \
+                not got.get("FMA peak, GFLOP/s (sum over ranks)", [""])[0].startswith(
+                    f"{fma:.1f} (bench"):
+            fail(f"bench-only files: Files and runs rows {got}")
     print(f"{'FAIL' if failures else 'ok  '} compare: {len(failures)} failures")
     return 1 if failures else 0
 
