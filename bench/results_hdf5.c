@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "rb_kernels.h"
+#include "rb_mpi.h"
 
 struct rb_results {
     hid_t file;
@@ -336,10 +338,21 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     /* Metadata reads done once and broadcast; metadata written collectively. */
     H5TRY(H5Pset_all_coll_metadata_ops(fapl, 1), "H5Pset_all_coll_metadata_ops");
     H5TRY(H5Pset_coll_metadata_write(fapl, 1), "H5Pset_coll_metadata_write");
-    if (create)
-        H5TRY(r->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "H5Fcreate");
-    else
-        H5TRY(r->file = H5Fopen(path, H5F_ACC_RDWR, fapl), "H5Fopen");
+    {
+        r->file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                         : H5Fopen(path, H5F_ACC_RDWR, fapl);
+        /* a name with a ':' fails under ROMIO as it is (rb_mpi_romio_name): when every
+         * rank failed, every rank tries the name ROMIO takes */
+        int ok = r->file >= 0, all_ok = 0;
+        char alt[PATH_MAX + 8];
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MAX, r->comm);
+        if (!all_ok && rb_mpi_romio_name(path, alt, sizeof alt)) {
+            H5Eclear2(H5E_DEFAULT);
+            r->file = create ? H5Fcreate(alt, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                             : H5Fopen(alt, H5F_ACC_RDWR, fapl);
+        }
+        H5TRY(r->file, create ? "H5Fcreate" : "H5Fopen");
+    }
     r->dirty = create;
     if (r->rank == 0) {
         struct stat st;

@@ -14,11 +14,13 @@
 #include <hdf5.h>
 
 #include "rb_kernels.h"
+#include "rb_mpi.h"
 
 /* Largest |value| the file dataset accepts (see the read's check). */
 #define RB_FILE_MAX_ABS 1e15f
 
-#define MSG_LEN 512
+/* messages hold a path (file.path takes up to 4095 bytes) and a reason */
+#define MSG_LEN 5120
 
 static const char *const tensor_names[3] = {"q", "k", "v"};
 
@@ -31,16 +33,21 @@ struct rb_dataset_source {
     hid_t file, dset[3], dxpl;
 };
 
-/* Collective agreement on a local result: if any rank failed, every rank returns the
- * code and message of the lowest failing rank (copied into err). */
-static int agree(MPI_Comm comm, int rc, const char *msg, char *err, size_t errlen)
+/* agree_first: agree, where the failing rank whose key is lowest gives the message
+ * (then the lowest rank among equal keys): with key = the failure's place in the data,
+ * the message names the first bad value of the whole dataset, whatever the rank count
+ * and layout. */
+static int agree_first(MPI_Comm comm, int rc, int64_t key, const char *msg, char *err,
+                       size_t errlen)
 {
+    int64_t mine = rc != RB_OK ? key : INT64_MAX, low;
+    MPI_Allreduce(&mine, &low, 1, MPI_INT64_T, MPI_MIN, comm);
+    if (low == INT64_MAX)
+        return RB_OK;
     int rank, me, first;
     MPI_Comm_rank(comm, &rank);
-    me = rc != RB_OK ? rank : INT_MAX;
+    me = rc != RB_OK && mine == low ? rank : INT_MAX;
     MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (first == INT_MAX)
-        return RB_OK;
     char buf[MSG_LEN];
     int code = rc;
     snprintf(buf, sizeof buf, "%s", rank == first ? msg : "");
@@ -48,6 +55,69 @@ static int agree(MPI_Comm comm, int rc, const char *msg, char *err, size_t errle
     MPI_Bcast(buf, MSG_LEN, MPI_CHAR, first, comm);
     buf[MSG_LEN - 1] = '\0';
     return rb_errf(err, errlen, code, "%s", buf);
+}
+
+/* Collective agreement on a local result: if any rank failed, every rank returns the
+ * code and message of the lowest failing rank (copied into err). */
+static int agree(MPI_Comm comm, int rc, const char *msg, char *err, size_t errlen)
+{
+    return agree_first(comm, rc, 0, msg, err, errlen);
+}
+
+typedef struct {
+    char desc[256];
+    int found;
+} h5_inner;
+
+static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    h5_inner *in = data;
+    if (n == 0 && e && e->desc && e->desc[0]) {
+        snprintf(in->desc, sizeof in->desc, "%s", e->desc);
+        in->found = 1;
+    }
+    return 0;
+}
+
+/* h5_reason: ": " and HDF5's innermost message for the call that just failed (such
+ * as "truncated file: eof = ..." or "inflate() failed"), or "" if it left none; the
+ * error stack is cleared. */
+static void h5_reason(char *buf, size_t len)
+{
+    h5_inner in = {{0}, 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_walk_cb, &in);
+    H5Eclear2(H5E_DEFAULT);
+    snprintf(buf, len, "%s%s", in.found ? ": " : "", in.desc);
+}
+
+/* external_name: where HDF5 looks for external raw-data file `ename` of dataset dset in
+ * the file at `path` (HDF5 1.10: HDF5_EXTFILE_PREFIX, else the dataset access
+ * property's prefix, "${ORIGIN}" at its start standing for the file's directory; none:
+ * the name as it is, relative to the working directory, as is an absolute name). */
+static void external_name(const char *path, hid_t dset, const char *ename, char *out,
+                          size_t len)
+{
+    char pre[1024] = "";
+    const char *env = getenv("HDF5_EXTFILE_PREFIX");
+    if (env) {
+        snprintf(pre, sizeof pre, "%s", env);
+    } else {
+        const hid_t dapl = H5Dget_access_plist(dset);
+        if (dapl < 0 || H5Pget_efile_prefix(dapl, pre, sizeof pre) < 0)
+            pre[0] = '\0';
+        if (dapl >= 0) H5Pclose(dapl);
+    }
+    if (ename[0] == '/' || !pre[0]) {
+        snprintf(out, len, "%s", ename);
+        return;
+    }
+    if (!strncmp(pre, "${ORIGIN}", 9)) {
+        const char *slash = strrchr(path, '/');
+        snprintf(out, len, "%.*s%s/%s", slash ? (int)(slash - path) : 1, slash ? path : ".",
+                 pre + 9, ename);
+    } else {
+        snprintf(out, len, "%s/%s", pre, ename);
+    }
 }
 
 /* "float32", "int32", "uint8", "string", ... for a message. */
@@ -119,7 +189,7 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     {
         hid_t pl = H5Dget_create_plist(s->dset[t]);
         const char *why = pl < 0 ? "cannot read its creation properties" : NULL;
-        char what[300] = "";
+        char what[1200] = "";
         if (!why && H5Pget_layout(pl) == H5D_VIRTUAL)
             why = "is a virtual dataset (parallel HDF5 cannot read those); copy it into a "
                   "plain dataset";
@@ -136,13 +206,17 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
             }
         }
         for (int e = 0, ne = why ? 0 : H5Pget_external_count(pl); !why && e < ne; e++) {
-            char ename[256] = "";
+            char ename[256] = "", full[1536];
             off_t off = 0;
             hsize_t esz = 0;
-            if (H5Pget_external(pl, (unsigned)e, sizeof ename, ename, &off, &esz) < 0 ||
-                access(ename, R_OK) != 0) {
-                snprintf(what, sizeof what, "keeps its data in external file '%.200s', which "
-                         "cannot be read", ename);
+            const int got = H5Pget_external(pl, (unsigned)e, sizeof ename, ename, &off, &esz);
+            if (got >= 0)
+                external_name(p, s->dset[t], ename, full, sizeof full);
+            if (got < 0 || access(full, R_OK) != 0) {
+                const int other = got >= 0 && strcmp(full, ename) != 0; /* a prefix applied */
+                snprintf(what, sizeof what, "keeps its data in external file '%.200s'%s%.700s%s, "
+                         "which cannot be read", ename, other ? " (looked for at " : "",
+                         other ? full : "", other ? ")" : "");
                 why = what;
             }
         }
@@ -210,10 +284,26 @@ static int open_file(rb_dataset_source *s, char *err, size_t errlen)
         goto cleanup;
 
     fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL) < 0)
+    if (fapl < 0 || H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL) < 0) {
         rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up MPI-IO access", s->path);
-    else if ((s->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl)) < 0)
-        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot open the HDF5 file", s->path);
+    } else {
+        s->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl);
+        /* a name with a ':' fails under ROMIO as it is (rb_mpi_romio_name): every rank
+         * failed, so every rank tries the name ROMIO takes */
+        int ok = s->file >= 0, all_ok = 0;
+        char alt[PATH_MAX + 8];
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MAX, s->comm);
+        if (!all_ok && rb_mpi_romio_name(s->path, alt, sizeof alt)) {
+            H5Eclear2(H5E_DEFAULT);
+            s->file = H5Fopen(alt, H5F_ACC_RDONLY, fapl);
+        }
+        if (s->file < 0) {
+            char why[300];
+            h5_reason(why, sizeof why);
+            rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot open the HDF5 file%s", s->path,
+                         why);
+        }
+    }
     if ((rc = agree(s->comm, rc, msg, err, errlen)) != RB_OK)
         goto cleanup;
 
@@ -381,9 +471,15 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
 
     float none[1];
     void *dst = !sorted ? (void *)buf : out ? (void *)out : (void *)none;
-    if (H5Dread(src->dset[t], H5T_NATIVE_FLOAT, mspace, fspace, src->dxpl, dst) < 0)
-        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: reading dataset %s (head %d) failed",
-                     src->path, tensor_names[t], head);
+    if (H5Dread(src->dset[t], H5T_NATIVE_FLOAT, mspace, fspace, src->dxpl, dst) < 0) {
+        char why[300];
+        h5_reason(why, sizeof why);
+        rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: reading dataset %s (head %d) failed%s",
+                     src->path, tensor_names[t], head, why);
+    }
+    /* where the first bad value is, as a position in the dataset (-1: a read failure,
+     * named first), so that every rank count names the same one */
+    int64_t bad_at = rc != RB_OK ? -1 : INT64_MAX;
     /* the kernels and metrics take finite inputs whose scores stay finite in float32
      * (|q.k| <= d * max|x|^2 < 3.4e38 for d up to 2^20): a NaN, an inf or a value
      * beyond RB_FILE_MAX_ABS in the file is named */
@@ -391,19 +487,28 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
         const float *row = (const float *)dst + (size_t)r * (size_t)d;
         for (int i = 0; i < d; i++)
             if (!isfinite(row[i]) || fabsf(row[i]) > RB_FILE_MAX_ABS) {
+                bad_at = (int64_t)(sorted ? pos[r] : u[r]) * d + i;
+                /* the shortest digits that give this float back (1.0000001e+15 is
+                 * beyond 1e15; %g printed it as 1e+15) */
+                char val[32];
+                for (int prec = 6; prec <= 9; prec++) {
+                    snprintf(val, sizeof val, "%.*g", prec, (double)row[i]);
+                    if (!isfinite(row[i]) || strtof(val, NULL) == row[i])
+                        break;
+                }
                 rc = rb_errf(msg, sizeof msg, RB_EFORMAT,
                              isfinite(row[i])
-                                 ? "%s: dataset %s has a value too large (%g) at "
+                                 ? "%s: dataset %s has a value too large (%s) at "
                                    "[%d][%lld][%d]: beyond 1e15 its scores would overflow "
                                    "float32"
-                                 : "%s: dataset %s has a non-finite value (%g) at "
+                                 : "%s: dataset %s has a non-finite value (%s) at "
                                    "[%d][%lld][%d]",
-                             src->path, tensor_names[t], (double)row[i], head,
+                             src->path, tensor_names[t], val, head,
                              (long long)(sorted ? pos[r] : u[r]), i);
                 break;
             }
     }
-    if ((rc = agree(src->comm, rc, msg, err, errlen)) != RB_OK)
+    if ((rc = agree_first(src->comm, rc, bad_at, msg, err, errlen)) != RB_OK)
         goto cleanup;
     if (!sorted)
         for (int64_t r = 0; r < n; r++)

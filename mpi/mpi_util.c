@@ -1,5 +1,8 @@
-/* mpi_util.c — error helpers shared by mpi/: MPI error strings and collective agreement on a return code. */
+/* mpi_util.c — error helpers shared by mpi/: MPI error strings, collective agreement on a return code, and the name ROMIO opens a file with a ':' under. */
 #include "mpi_internal.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #include "rb_kernels.h"
 
@@ -24,4 +27,13 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
     if (all < 0 && rc == 0)
         return rb_errf(err, errlen, all, "%s: failed on another rank (code %d)", what, all);
     return all < 0 ? rc : 0;
+}
+
+/* Contract in rb_mpi.h. */
+int rb_mpi_romio_name(const char *path, char *buf, size_t len)
+{
+    if (!path || !strchr(path, ':'))
+        return 0;
+    const int n = snprintf(buf, len, "ufs:%s", path);
+    return n > 0 && (size_t)n < len;
 }

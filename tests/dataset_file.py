@@ -13,6 +13,8 @@ usage:
       runs the study; every case of dataset `file` must have /inputs/{q,k,v} equal to the
       file's rows, and finite lse/entropy
 """
+import os
+import shutil
 import subprocess
 import sys
 import zlib
@@ -80,6 +82,33 @@ def make(d):
     write(f"{d}/group_k.h5", {}, skip=("k",))
     with h5py.File(f"{d}/group_k.h5", "a") as f:
         f.create_group("k")
+    # a name with ':' (ROMIO reads 'cap_10' as a file-system type): a copy of good_f32
+    shutil.copyfile(f"{d}/good_f32.h5", f"{d}/cap_10:00.h5")
+    # k float64 at the end of a ~600-character path (the message kept its first 511
+    # bytes, losing the dataset and the reason)
+    deep = d + "/" + "/".join(["directory_" + "x" * 50] * 10)
+    os.makedirs(deep, exist_ok=True)
+    write(f"{deep}/f64_k.h5", {"k": ((H, S, D), np.float64)})
+    # k in an external raw file named relative to the HDF5 file's directory (found with
+    # HDF5_EXTFILE_PREFIX=${ORIGIN}, as HDF5 finds it; not with another prefix)
+    os.makedirs(f"{d}/ext_origin", exist_ok=True)
+    raw = np.random.default_rng(5).standard_normal((H, S, D)).astype(np.float32)
+    raw.tofile(f"{d}/ext_origin/raw.bin")
+    write(f"{d}/ext_origin/extraw.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/ext_origin/extraw.h5", "a") as f:
+        f.create_dataset("k", shape=raw.shape, dtype=np.float32,
+                         external=[("raw.bin", 0, raw.nbytes)])
+    # a file cut short: HDF5's own reason in the message
+    shutil.copyfile(f"{d}/good_f32.h5", f"{d}/truncated.h5")
+    os.truncate(f"{d}/truncated.h5", os.path.getsize(f"{d}/truncated.h5") - 20000)
+    # NaN in every row of q from position 100 on: each rank count and layout names the
+    # first, [0][100][0]; a value just above 1e15 is named with the digits that say so
+    write(f"{d}/nan_rows.h5", {})
+    with h5py.File(f"{d}/nan_rows.h5", "a") as f:
+        f["q"][:, 100:, :] = np.nan
+    write(f"{d}/above_1e15.h5", {})
+    with h5py.File(f"{d}/above_1e15.h5", "a") as f:
+        f["v"][1, 3, 4] = np.float32(1.0000001e15)
     print("1 passed, 0 failed")
     return 0
 

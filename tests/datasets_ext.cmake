@@ -85,6 +85,44 @@ rb_add_test(NAME dataset_file_error_huge COMMAND ${RB_PYTHON}
   --set study.datasets=file --set file.path=${RB_DF_WORK}/huge_q.h5 -o ${RB_DF_WORK}/huge_out.h5)
 set_tests_properties(dataset_file_error_huge PROPERTIES FIXTURES_REQUIRED rb_dataset_files
   LABELS cli PROCESSORS 2)
+# the first bad value of the dataset, whatever the rank count (each rank's own first
+# was named, [0][180][0] on 2 ranks); a value just above 1e15 in digits that show it
+foreach(np 1 2 3)
+  rb_add_test(NAME dataset_file_error_nan_rows_np${np} COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "nan_rows.h5: dataset q has a non-finite value \\(nan\\) at \\[0\\]\\[100\\]\\[0\\]" --
+    ${RB_MPIEXEC_CMD} ${np} $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+    --set study.datasets=file --set study.modes=full --set file.path=${RB_DF_WORK}/nan_rows.h5
+    -o ${RB_DF_WORK}/nan_rows_np${np}.h5)
+  set_tests_properties(dataset_file_error_nan_rows_np${np} PROPERTIES
+    FIXTURES_REQUIRED rb_dataset_files LABELS cli PROCESSORS ${np})
+endforeach()
+rb_add_test(NAME dataset_file_error_above_1e15 COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "above_1e15.h5: dataset v has a value too large \\(1.0000001e\\+15\\) at \\[1\\]\\[3\\]\\[4\\]" --
+  ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set study.datasets=file --set file.path=${RB_DF_WORK}/above_1e15.h5 -o ${RB_DF_WORK}/above_out.h5)
+set_tests_properties(dataset_file_error_above_1e15 PROPERTIES FIXTURES_REQUIRED rb_dataset_files
+  LABELS cli)
+# a float64 k at the end of a ~600-character path: the whole message, dataset and reason
+# (dataset_file.py make builds the same path)
+string(REPEAT "x" 50 _x)
+set(_deep ${RB_DF_WORK})
+foreach(i RANGE 1 10)
+  string(APPEND _deep "/directory_${_x}")
+endforeach()
+rb_file_error(long_path "/f64_k.h5: dataset k has type float64, expected float32 or float16"
+  ${_run} --set file.path=${_deep}/f64_k.h5)
+# a file cut short: HDF5's reason after the file's name
+rb_file_error(truncated "truncated.h5: cannot open the HDF5 file: [a-z]"
+  ${_run} --set file.path=${RB_DF_WORK}/truncated.h5)
+# an external raw file where HDF5 looks for it: found with HDF5_EXTFILE_PREFIX=${ORIGIN},
+# refused up front (naming where it looked) with a prefix where it is not
+rb_add_test(NAME dataset_file_external_origin COMMAND ${CMAKE_COMMAND} -E env
+  "HDF5_EXTFILE_PREFIX=\${ORIGIN}" ${_run} --set file.path=${RB_DF_WORK}/ext_origin/extraw.h5)
+set_tests_properties(dataset_file_external_origin PROPERTIES FIXTURES_REQUIRED rb_dataset_files
+  LABELS cli)
+rb_file_error(external_prefix "extraw.h5: dataset k keeps its data in external file 'raw.bin' \\(looked for at /nonexistent-prefix/raw.bin\\), which cannot be read"
+  ${CMAKE_COMMAND} -E env HDF5_EXTFILE_PREFIX=/nonexistent-prefix
+  ${_run} --set file.path=${RB_DF_WORK}/ext_origin/extraw.h5)
 # the same on 2 ranks: every rank agrees, rank 0 speaks once
 rb_file_error(mpi_short "short.h5: dataset k has shape"
   ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
@@ -103,6 +141,16 @@ rb_file_error(spectral_negative "spectral.amplitudes = -1: must be in"
   ${_sp} --set spectral.profile=list --set spectral.amplitudes=-1)
 rb_file_error(unknown_dataset "study.datasets: unknown value 'spectrum' \\(choose from gaussian, needle, spectral, file\\)"
   ${_sp} --set study.datasets=spectrum)
+
+# a ':' in the input's and the output's names (ROMIO, the io component tests and
+# scripts/mpirun.sh choose, read 'cap_10' as a file-system type and could open neither)
+rb_add_test(NAME dataset_file_run_colon TIMEOUT 240 COMMAND ${RB_PYTHON} ${RB_DF} run
+  "${RB_DF_WORK}/cap_10:00.h5" "${RB_DF_WORK}/out_10:00.h5" -- ${RB_MPIEXEC_CMD} 2
+  $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set scaling.methods=none --set study.datasets=file
+  --set "file.path=${RB_DF_WORK}/cap_10:00.h5" --dump-inputs -o "${RB_DF_WORK}/out_10:00.h5")
+set_tests_properties(dataset_file_run_colon PROPERTIES
+  FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
 
 # end to end on 2 ranks: the study's pre-RoPE inputs are the file's rows (float32 and
 # float16), beside a spectral case
