@@ -240,7 +240,7 @@ int rb_cmd_freqs(int argc, char **argv)
            "%.10g, original_ctx %lld, seq_len %lld\n",
            rb_rope_method_name(cfg.methods[0]), cfg.factor, cfg.head_dim, cfg.rotary_dim,
            cfg.base, (long long)cfg.original_ctx, (long long)L);
-    printf("# base_used %.10g, attention_factor %.10g", info.base_used, info.attention_factor);
+    printf("# base_used %.17g, attention_factor %.17g", info.base_used, info.attention_factor);
     if (cfg.methods[0] == RB_ROPE_YARN)
         printf(", correction range [%.10g, %.10g]", info.corr_low + 0.0,
                info.corr_high + 0.0); /* + 0.0: ceil(-0.3) prints as 0, not -0 */

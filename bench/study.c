@@ -451,8 +451,22 @@ static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mod
     TRY(rb_results_attr_i64(r->res, g, "seed", (int64_t)c->seed, e, el));
     TRY(rb_results_attr_f64(r->res, g, "attention_factor", info->attention_factor, e,
                             el));
-    TRY(rb_results_attr_str(r->res, g, "attention_factor_setting",
-                            rb_config_af_label(c->method_af[mi]), e, el));
+    {
+        /* what scaling.attention_factor gave this case: "unused" where the method takes
+         * none (it runs with 1), "auto", or the number in the shortest digits that give
+         * it back (the case name's label keeps 6) */
+        char afs[40] = "unused";
+        const double af = c->method_af[mi];
+        if (c->methods[mi] == RB_ROPE_YARN || c->methods[mi] == RB_ROPE_LONGROPE) {
+            snprintf(afs, sizeof afs, "%s", rb_config_af_label(af));
+            for (int prec = 1; af > 0 && prec <= 17; prec++) {
+                snprintf(afs, sizeof afs, "%.*g", prec, af);
+                if (strtod(afs, NULL) == af)
+                    break;
+            }
+        }
+        TRY(rb_results_attr_str(r->res, g, "attention_factor_setting", afs, e, el));
+    }
     TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel_detail", r->ops.detail, e, el));

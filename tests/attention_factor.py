@@ -32,18 +32,22 @@ def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def study(mpi, exe, cfg, out, *sets):
+    """Run the small study on 1 rank into out (replaced) with --set each of sets."""
+    if os.path.exists(out):
+        os.remove(out)
+    subprocess.run(mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", out] +
+                   [x for kv in sets for x in ("--set", kv)], check=True)
+
+
 def main():
     sep = sys.argv.index("--")
     work, exe, cfg = sys.argv[1:4]
     mpi = sys.argv[sep + 1:]
     os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "attention_factor.h5")
-    if os.path.exists(out):
-        os.remove(out)
-    subprocess.run(mpi + ["1", exe, "run", "-q", "-c", cfg, "-o", out,
-                          "--set", "scaling.methods=yarn,llama3",
-                          "--set", "scaling.attention_factor=auto,1,1.5",
-                          "--set", "study.datasets=gaussian"], check=True)
+    study(mpi, exe, cfg, out, "scaling.methods=yarn,llama3",
+          "scaling.attention_factor=auto,1,1.5", "study.datasets=gaussian")
     fails, groups = [], []
     with h5py.File(out, "r") as f:
         C = f["/cases"]
@@ -72,6 +76,13 @@ def main():
                 if abs(float(c.attrs["attention_factor"]) - resolved[a]) > 1e-12:
                     fails.append(f"{c.name}: attention_factor {c.attrs['attention_factor']!r}, "
                                  f"want {resolved[a]!r}")
+            ll = C[f"llama3-{tag}-L{L}-{mode}-gaussian"]
+            if text(ll.attrs["attention_factor_setting"]) != "unused" or \
+                    float(ll.attrs["attention_factor"]) != 1.0:
+                fails.append(f"{ll.name}: attention_factor_setting "
+                             f"{text(ll.attrs['attention_factor_setting'])!r} and "
+                             f"attention_factor {ll.attrs['attention_factor']!r}: llama3 takes "
+                             f"none ('unused', 1)")
             inv = [c["phase/pairs/inv_freq"][()] for c in g]
             if any(not np.array_equal(inv[0], x) for x in inv[1:]):
                 fails.append(f"L{L} {mode}: the yarn entries' inv_freq differ")
@@ -113,6 +124,14 @@ def main():
                 fails.append(f"the entropy plot has no line labelled 'yarn {tag} af {a}'")
     if not groups or not probe:
         fails.append("no full or no probe case to check")
+    # a factor with more digits than a case name's label keeps: the setting as given
+    out2 = os.path.join(work, "attention_factor_digits.h5")
+    study(mpi, exe, cfg, out2, "scaling.methods=yarn", "scaling.attention_factor=1.23456789",
+          "study.datasets=gaussian", "study.modes=full")
+    with h5py.File(out2, "r") as f:
+        got = {text(c.attrs["attention_factor_setting"]) for c in f["/cases"].values()}
+    if got != {"1.23456789"}:
+        fails.append(f"attention_factor 1.23456789: settings stored {sorted(got)}")
     for m in fails:
         print("FAIL:", m)
     print(f"{len(groups)} groups checked, {len(fails)} failed")
