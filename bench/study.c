@@ -804,12 +804,21 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             r->staged = 0;
         }
 
-        if (r->rank == 0 && !r->quiet) {
-            double me = 0;
-            for (int64_t i = 0; i < nq; i++) me += ent[i];
-            fprintf(stderr, "%7.2f s  (compute %.2f s, mean entropy %.4f)\n",
-                    MPI_Wtime() - tc, tsum.compute_s, me / (double)nq);
-            r->line_open = 0;
+        if (!r->quiet) {
+            /* the mean over every row and head of the case, as the file and the report
+             * have it: each rank's own rows (probe rows live on rank 0), summed on rank 0
+             * (it was rank 0's rows of head 0) */
+            double part[2] = {0, 0}, all[2] = {0, 0};
+            if (mode == RB_MODE_FULL || r->rank == 0) {
+                for (int64_t i = 0; i < (int64_t)H * nq; i++) part[0] += ent[i];
+                part[1] = (double)H * (double)nq;
+            }
+            MPI_Reduce(part, all, 2, MPI_DOUBLE, MPI_SUM, 0, r->comm);
+            if (r->rank == 0) {
+                fprintf(stderr, "%7.2f s  (compute %.2f s, mean entropy %.4f)\n",
+                        MPI_Wtime() - tc, tsum.compute_s, all[1] > 0 ? all[0] / all[1] : NAN);
+                r->line_open = 0;
+            }
         }
         /* the probe metrics weigh pairs by exp(s - lse) with the kernel's lse; an fp32
          * kernel's is good to ~1e-7 of |s| (docs/metrics.md, "Large logits") */

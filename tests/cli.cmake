@@ -315,6 +315,10 @@ rb_add_test(NAME e2e_write_failure COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_D
 set_tests_properties(e2e_write_failure PROPERTIES FIXTURES_REQUIRED small_np1 LABELS "cli;mpi"
   PROCESSORS 2 TIMEOUT 600)
 set_property(TEST e2e_write_failure APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
+# the progress line's mean entropy: every row and head of the case, on 2 ranks
+rb_add_test(NAME e2e_progress_line COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/progress_line.py
+  ${RB_WORK}/progress ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_progress_line PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 300)
 # the report's Regenerate section, run as printed, gives the same results
 rb_add_test(NAME e2e_regenerate COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/regenerate.py
   ${RB_WORK}/regenerate ${RB_EXE} ${RB_WORK}/small_np1.h5 ${PROJECT_SOURCE_DIR})
