@@ -21,17 +21,46 @@ def rel_err(a, b, floor=0.0):
     return d
 
 
+def parse(argv):
+    """(ref, other, {option: value}) from argv, or a usage error's text: two file names
+    and any of the four options, each with a non-negative number, in any order."""
+    files, opts, i = [], {}, 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            if a not in ("--rtol", "--etol", "--floor", "--otol"):
+                return f"unknown option {a}"
+            if a in opts:
+                return f"{a} given twice"
+            try:
+                v = float(argv[i + 1])
+            except (IndexError, ValueError):
+                return f"{a} needs a number"
+            if not v >= 0:
+                return f"{a} {argv[i + 1]}: not a non-negative number"
+            opts[a] = v
+            i += 2
+        else:
+            files.append(a)
+            i += 1
+    if len(files) != 2:
+        return f"two results files expected, got {len(files)}"
+    return files[0], files[1], opts
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
-        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
-    ref_path, other_path = sys.argv[1], sys.argv[2]
-    def opt(name, default):
-        return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
-    rtol = opt("--rtol", 1e-6)
-    etol = opt("--etol", rtol)
-    floor = opt("--floor", 0.0)
-    otol = opt("--otol", 1e-5)
+        return 0
+    args = parse(sys.argv[1:])
+    if isinstance(args, str):
+        print(f"compare_results.py: {args}\n\n{__doc__.strip()}", file=sys.stderr)
+        return 2
+    ref_path, other_path, opts = args
+    rtol = opts.get("--rtol", 1e-6)
+    etol = opts.get("--etol", rtol)
+    floor = opts.get("--floor", 0.0)
+    otol = opts.get("--otol", 1e-5)
     passed = failed = 0
     with h5py.File(ref_path, "r") as ref, h5py.File(other_path, "r") as oth:
         names = sorted(ref["cases"].keys())

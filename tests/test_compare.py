@@ -244,6 +244,22 @@ def main():
                 not got.get("FMA peak, GFLOP/s (sum over ranks)", [""])[0].startswith(
                     f"{fma:.1f} (bench"):
             fail(f"bench-only files: Files and runs rows {got}")
+    # compare_results.py's usage errors: exit 2 and one line, never a silent default or a
+    # traceback (an unknown --rtl compared at 1e-6 and exited 0)
+    cr = os.path.join(HERE, "compare_results.py")
+    for args in ([a, a, "--rtl", "0"], ["--rtol", "0", a], [a, a, "--rtol"],
+                 [a, a, "--rtol", "x"], [a, a, "--otol", "-1"], [a]):
+        p = subprocess.run([sys.executable, cr] + args, capture_output=True, text=True)
+        if p.returncode != 2 or not p.stderr.startswith("compare_results.py: ") or \
+                "Traceback" in p.stderr:
+            fail(f"compare_results.py {' '.join(args[-2:])}: exit {p.returncode}, "
+                 f"{p.stderr[:200]!r}")
+    p = subprocess.run([sys.executable, cr, "--rtol", "0", a, a], capture_output=True,
+                       text=True)
+    if p.returncode == 2 or "lse 0, entropy 0," not in p.stdout:  # (A's unfinished
+        # cases fail; what matters is that the options were read)
+        fail(f"compare_results.py --rtol 0 A A (options first): exit {p.returncode}, "
+             f"{p.stdout[-200:]!r}")
     print(f"{'FAIL' if failures else 'ok  '} compare: {len(failures)} failures")
     return 1 if failures else 0
 
