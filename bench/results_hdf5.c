@@ -339,17 +339,20 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
     H5TRY(H5Pset_all_coll_metadata_ops(fapl, 1), "H5Pset_all_coll_metadata_ops");
     H5TRY(H5Pset_coll_metadata_write(fapl, 1), "H5Pset_coll_metadata_write");
     {
-        r->file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
-                         : H5Fopen(path, H5F_ACC_RDWR, fapl);
-        /* a name with a ':' fails under ROMIO as it is (rb_mpi_romio_name): when every
-         * rank failed, every rank tries the name ROMIO takes */
+        /* a name with a ':' as MPI-IO takes it (rb_mpi_io_names): absolute (ROMIO
+         * opened 'o.h5' for 'nfs:o.h5'), then, when every rank failed, as ROMIO's
+         * "ufs:" + name */
+        char first[PATH_MAX + 8], second[PATH_MAX + 8];
+        const int nn = rb_mpi_io_names(path, first, second, sizeof first);
+        const char *name = nn ? first : path;
+        r->file = create ? H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                         : H5Fopen(name, H5F_ACC_RDWR, fapl);
         int ok = r->file >= 0, all_ok = 0;
-        char alt[PATH_MAX + 8];
         MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MAX, r->comm);
-        if (!all_ok && rb_mpi_romio_name(path, alt, sizeof alt)) {
+        if (!all_ok && nn == 2) {
             H5Eclear2(H5E_DEFAULT);
-            r->file = create ? H5Fcreate(alt, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
-                             : H5Fopen(alt, H5F_ACC_RDWR, fapl);
+            r->file = create ? H5Fcreate(second, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
+                             : H5Fopen(second, H5F_ACC_RDWR, fapl);
         }
         H5TRY(r->file, create ? "H5Fcreate" : "H5Fopen");
     }

@@ -44,7 +44,7 @@ typedef struct {
     int *hold_fd;           /* while rank 0 holds the old file's writer lock here */
     double t_start;
     double peak_sum[2]; /* this run's FMA peak and triad, sums over its ranks (every rank) */
-    char err[1024];
+    char err[5200]; /* a message may hold a path of up to 4095 bytes and its reason */
 } rb_run;
 
 /* Test hook: with ROPEBENCH_TEST_HOLD_UNTIL=PATH set, every rank waits before each

@@ -287,15 +287,16 @@ static int open_file(rb_dataset_source *s, char *err, size_t errlen)
     if (fapl < 0 || H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL) < 0) {
         rc = rb_errf(msg, sizeof msg, RB_EIO, "%s: cannot set up MPI-IO access", s->path);
     } else {
-        s->file = H5Fopen(s->path, H5F_ACC_RDONLY, fapl);
-        /* a name with a ':' fails under ROMIO as it is (rb_mpi_romio_name): every rank
-         * failed, so every rank tries the name ROMIO takes */
+        /* a name with a ':' as MPI-IO takes it (rb_mpi_io_names): absolute, then, when
+         * every rank failed, as ROMIO's "ufs:" + name */
+        char first[PATH_MAX + 8], second[PATH_MAX + 8];
+        const int nn = rb_mpi_io_names(s->path, first, second, sizeof first);
+        s->file = H5Fopen(nn ? first : s->path, H5F_ACC_RDONLY, fapl);
         int ok = s->file >= 0, all_ok = 0;
-        char alt[PATH_MAX + 8];
         MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MAX, s->comm);
-        if (!all_ok && rb_mpi_romio_name(s->path, alt, sizeof alt)) {
+        if (!all_ok && nn == 2) {
             H5Eclear2(H5E_DEFAULT);
-            s->file = H5Fopen(alt, H5F_ACC_RDONLY, fapl);
+            s->file = H5Fopen(second, H5F_ACC_RDONLY, fapl);
         }
         if (s->file < 0) {
             char why[300];

@@ -1,8 +1,9 @@
-/* mpi_util.c — error helpers shared by mpi/: MPI error strings, collective agreement on a return code, and the name ROMIO opens a file with a ':' under. */
+/* mpi_util.c — error helpers shared by mpi/: MPI error strings, collective agreement on a return code, and the names MPI-IO opens a file with a ':' under. */
 #include "mpi_internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rb_kernels.h"
 
@@ -30,10 +31,20 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
 }
 
 /* Contract in rb_mpi.h. */
-int rb_mpi_romio_name(const char *path, char *buf, size_t len)
+int rb_mpi_io_names(const char *path, char *first, char *second, size_t len)
 {
-    if (!path || !strchr(path, ':'))
+    if (!path || !first || !second || !len)
         return 0;
-    const int n = snprintf(buf, len, "ufs:%s", path);
-    return n > 0 && (size_t)n < len;
+    if (!strchr(path, ':')) {
+        const int n = snprintf(first, len, "%s", path);
+        return n >= 0 && (size_t)n < len ? 1 : 0;
+    }
+    char cwd[4096] = "";
+    if (path[0] != '/' && !getcwd(cwd, sizeof cwd))
+        return 0;
+    const int n = snprintf(first, len, "%s%s%s", cwd, cwd[0] ? "/" : "", path);
+    if (n < 0 || (size_t)n >= len)
+        return 0;
+    const int m = snprintf(second, len, "ufs:%s", first);
+    return m >= 0 && (size_t)m < len ? 2 : 0;
 }

@@ -146,15 +146,17 @@ int rb_probe_balance_plan(const double *cost, int n, double tol, int from, doubl
 int rb_mpi_merge_create(int d, MPI_Datatype *type, MPI_Op *op);
 void rb_mpi_merge_free(MPI_Datatype *type, MPI_Op *op);
 
-/* rb_mpi_romio_name: the name under which ROMIO opens `path` when the name as it is
- * failed. ROMIO (Open MPI's io component romio321, MPICH) reads the text before a
- * name's first ':' as a file-system type ("ufs:", "nfs:", ...) and refuses one it does
- * not know, so it cannot open 'run_10:00.h5' or '/data/a:b/x.h5' as such; "ufs:" + path
- * is the plain Unix file system to it. OMPIO takes names as they are (and would make a
- * file literally named "ufs:..."), so callers open `path` first and retry with this
- * name only when every rank failed. Writes "ufs:" + path into buf (len bytes) and
- * returns 1 when path has a ':' and fits; else returns 0 (no other name to try). */
-int rb_mpi_romio_name(const char *path, char *buf, size_t len);
+/* rb_mpi_io_names: the names under which to open file `path` through MPI-IO (HDF5's
+ * MPI-IO driver), in order. ROMIO (Open MPI's io component romio321, MPICH) reads the
+ * text before a name's first ':' as a file-system type: it refuses one it does not
+ * know ('run_10:00.h5') and, worse, opens 'o.h5' for 'nfs:o.h5' (a type it knows);
+ * "ufs:" + name is the plain Unix file system to it. OMPIO takes names as they are (and
+ * would make a file literally named "ufs:..."). So a name with a ':' is made absolute
+ * (it then starts with '/', never with a type) into first, and "ufs:" + that goes into
+ * second, to be tried only when every rank failed with first; returns 2. A name without
+ * ':' is copied into first as it is; returns 1. Returns 0 when a name does not fit len
+ * bytes or the working directory cannot be read (then open `path` as it is). */
+int rb_mpi_io_names(const char *path, char *first, char *second, size_t len);
 
 /* ---------------------------------------------------------------------------------
  * Topology (mpi/topo.c, hwloc)

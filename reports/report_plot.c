@@ -544,14 +544,16 @@ static int plot_lines(const rp_file *f, const rp_plot *pl, size_t k, const char 
         for (int y = 0; y < kd->ny; y++) {
             const int first = kd->panels ? y == 0 : j == 0 && y == 0;
             /* one style per (case, series): the colour says the case (gnuplot's 8 line
-             * colours, then again), the marker the series and the round of colours
-             * (so that cases 1 and 9 differ), the dash the series of a line plot, or
-             * the round where there is one series */
-            static const int marks[6] = {7, 5, 9, 11, 13, 15}; /* filled shapes */
+             * colours, then again); m = (round of colours) x series + series numbers
+             * the rest, the marker its m % 12 (6 filled shapes, then the same open) and
+             * a line's dash m % 5, so that no two series of a plot share all three
+             * below 8 x 60 / series (points: 8 x 12 / series) cases */
+            static const int marks[12] = {7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 14};
             const int cyc = kd->panels ? 0 : (int)(j / 8);
             const int lt = kd->panels ? y + 1 : (int)(j % 8) + 1;
-            const int pt = marks[(cyc * kd->ny + y) % 6];
-            const int dt = kd->panels ? 1 : kd->ny == 1 ? cyc + 1 : y + 1;
+            const int m = cyc * kd->ny + y;
+            const int pt = marks[m % 12];
+            const int dt = kd->panels ? 1 : m % 5 + 1;
             fprintf(gp, "%s'p%zu_%zu.dat' using 1:%d with %s pt %d ps %s lt %d dt %d title '%s%s%s'",
                     first ? "" : ", \\\n     ", k, j, 2 + y,
                     kd->points ? "points" : "linespoints lw 1.5", pt,

@@ -18,7 +18,7 @@ rb_add_test(NAME bench.quick
 set_tests_properties(bench.quick PROPERTIES PROCESSORS 2 RUN_SERIAL ON)
 
 # more rows than the first row buffer (256) and thread counts above the cores: every
-# row asked for, and no FMA peak above what the cores can do (tests/bench_rows_count.py)
+# row asked for, once (tests/bench_rows_count.py)
 rb_add_test(NAME bench.many_rows
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench_rows_count.py
           $<TARGET_FILE:ropebench> ${RB_BENCH_WORK}/many-rows

@@ -84,9 +84,13 @@ def make(d):
         f.create_group("k")
     # a name with ':' (ROMIO reads 'cap_10' as a file-system type): a copy of good_f32
     shutil.copyfile(f"{d}/good_f32.h5", f"{d}/cap_10:00.h5")
-    # k float64 at the end of a ~600-character path (the message kept its first 511
-    # bytes, losing the dataset and the reason)
-    deep = d + "/" + "/".join(["directory_" + "x" * 50] * 10)
+    # 'nfs:cap.h5' beside a different 'cap.h5': ROMIO opened the latter for the former,
+    # nfs being a file-system type it knows
+    shutil.copyfile(f"{d}/good_f32.h5", f"{d}/nfs:cap.h5")
+    write(f"{d}/cap.h5", {})
+    # k float64 at the end of a ~1,900-character path (the message kept its first 511
+    # bytes, then 1023, losing the dataset and the reason)
+    deep = d + "/" + "/".join(["directory_" + "x" * 50] * 30)
     os.makedirs(deep, exist_ok=True)
     write(f"{deep}/f64_k.h5", {"k": ((H, S, D), np.float64)})
     # k in an external raw file named relative to the HDF5 file's directory (found with

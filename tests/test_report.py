@@ -494,14 +494,15 @@ def plot_styles(svg):
 
 
 def distinct_styles(cmd, work, good):
-    """Ten variants in one plot (gnuplot has 8 line colours) and a plot of two series
-    per case (needle ranks against the haystack and among all keys): every series of a
-    plot drawn in a style of its own (colour, marker, dash)."""
+    """Thirty variants in one plot (gnuplot has 8 line colours; styles repeated from
+    the 9th variant, then from the 25th) and a plot of two series per case (needle
+    ranks against the haystack and among all keys): every series of a plot drawn in a
+    style of its own (colour, marker, dash)."""
     P = "cases/pi-x4-L128-probe-needle"
     path = os.path.join(work, "ten-variants.h5")
     shutil.copyfile(good, path)
     with h5py.File(path, "a") as f:
-        for i in range(9):
+        for i in range(29):
             name = "cases/pi-x%d-L128-probe-needle" % (5 + i)
             f.copy(P, name)
             f[name].attrs["factor"] = np.float64(5 + i)
@@ -509,10 +510,10 @@ def distinct_styles(cmd, work, good):
     shutil.rmtree(out, ignore_errors=True)
     rc, so, se = run(cmd, path, out)
     if rc != 0:
-        fail("ten variants: exit status %d: %s" % (rc, (so + se)[-500:]))
+        fail("thirty variants: exit status %d: %s" % (rc, (so + se)[-500:]))
         return
-    for svg, nseries in (("entropy-L128-probe-needle.svg", 10),
-                         ("needle-rank-L128-probe-needle.svg", 20)):
+    for svg, nseries in (("entropy-L128-probe-needle.svg", 30),
+                         ("needle-rank-L128-probe-needle.svg", 60)):
         st = [x for x in plot_styles(os.path.join(out, svg)) if x[2]]
         seen = {}
         for title, *style in st:
