@@ -457,13 +457,13 @@ static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mod
          * it back (the case name's label keeps 6) */
         char afs[40] = "unused";
         const double af = c->method_af[mi];
-        if (c->methods[mi] == RB_ROPE_YARN || c->methods[mi] == RB_ROPE_LONGROPE) {
-            snprintf(afs, sizeof afs, "%s", rb_config_af_label(af));
-            for (int prec = 1; af > 0 && prec <= 17; prec++) {
-                snprintf(afs, sizeof afs, "%.*g", prec, af);
-                if (strtod(afs, NULL) == af)
-                    break;
-            }
+        const int uses = c->methods[mi] == RB_ROPE_YARN || c->methods[mi] == RB_ROPE_LONGROPE;
+        if (uses && af <= 0)
+            snprintf(afs, sizeof afs, "auto");
+        for (int prec = 1; uses && af > 0 && prec <= 17; prec++) {
+            snprintf(afs, sizeof afs, "%.*g", prec, af);
+            if (strtod(afs, NULL) == af)
+                break;
         }
         TRY(rb_results_attr_str(r->res, g, "attention_factor_setting", afs, e, el));
     }

@@ -54,57 +54,20 @@ static volatile double peak_sink;
 /* timed windows per rb_peak_fma_gflops call (each at least one chunk long) */
 #define PEAK_WINDOWS 8
 
-/* best_rate: the calling thread's rate in GFLOP/s of fn (`flop` FLOP per iteration,
- * called `chunk` iterations at a time; seconds <= 0: 0.2): a warm-up of 0.1*seconds
- * (clock and power-license ramp), a barrier (orphaned: every thread of an enclosing
- * team calls this), then PEAK_WINDOWS windows of seconds/PEAK_WINDOWS, each at least
- * one chunk long; the best window's rate (a capability, as STREAM reports its best
- * time: a time slice lost to another process or to the hypervisor only lowers the
- * windows it falls in). */
-static double best_rate(double (*fn)(int64_t, float), int64_t chunk, double flop,
-                        double seconds)
+/* team_rate: the rate in GFLOP/s of fn (`flop` FLOP per iteration, called `chunk`
+ * iterations at a time; seconds <= 0: 0.2) on a team of nt threads: each thread warms
+ * up for 0.1*seconds (clock and power-license ramp), then PEAK_WINDOWS windows of
+ * seconds/PEAK_WINDOWS, each at least one chunk long, start for all threads at one
+ * instant (a barrier) and end when the last thread has finished its last chunk (the
+ * next barrier); a window's rate is all threads' FLOP over its wall time, and the
+ * result the best window's (a capability, as STREAM reports its best time: a time
+ * slice lost to another process or to the hypervisor only lowers the windows it falls
+ * in). Summing each thread's own best window instead, as this did until 2026-12-02,
+ * overstates a team with more threads than cores: every thread then finds some window
+ * in which it ran alone (64 threads on 2 cores read 800 GFLOP/s against ~220 for one). */
+static double team_rate(double (*fn)(int64_t, float), int64_t chunk, double flop,
+                        double seconds, int nt)
 {
-    if (!(seconds > 0))
-        seconds = 0.2;
-    double sink = 0, best = 0.0;
-    const double w0 = now_s();
-    while (now_s() - w0 < 0.1 * seconds)
-        sink += fn(chunk, 1.0f);
-#pragma omp barrier
-    const double t0 = now_s();
-    for (int w = 0; w < PEAK_WINDOWS; w++) {
-        int64_t iters = 0;
-        const double ws = now_s();
-        double t1 = ws;
-        do {
-            sink += fn(chunk, 1.0f);
-            iters += chunk;
-            t1 = now_s();
-        } while (t1 - ws < seconds / PEAK_WINDOWS);
-        const double rate = flop * (double)iters / (t1 - ws) * 1e-9;
-        best = rate > best ? rate : best;
-        if (t1 - t0 >= seconds)
-            break;
-    }
-    peak_sink = sink;
-    return best;
-}
-
-/* The team's rate: every window starts for all threads at one instant (after a
- * barrier) and ends when the last thread has finished its last chunk (the next
- * barrier), and counts the FLOP of all threads over that wall time. Summing each
- * thread's own best window instead, as best_rate would, overstates a team that has
- * more threads than cores: every thread then finds some window in which it ran alone
- * (64 threads on 2 cores read 800 GFLOP/s against ~220 for one). */
-double rb_peak_fma_gflops(int threads, double seconds)
-{
-    rb_cpu_info ci;
-    rb_cpu_detect(&ci);
-    const int zmm = ci.avx512f && ci.os_zmm;
-    const int nt = resolve_threads(threads);
-    double (*fn)(int64_t, float) = zmm ? rb_peak_fma_avx512 : peak_loop_c;
-    const int64_t chunk = zmm ? 200000 : 100000;
-    const double flop = zmm ? 384.0 : 256.0;
     if (!(seconds > 0))
         seconds = 0.2;
     double best = 0.0, team_flop = 0.0, ws = 0.0, t0 = 0.0;
@@ -146,6 +109,15 @@ double rb_peak_fma_gflops(int threads, double seconds)
     return best;
 }
 
+double rb_peak_fma_gflops(int threads, double seconds)
+{
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    const int zmm = ci.avx512f && ci.os_zmm;
+    return zmm ? team_rate(rb_peak_fma_avx512, 200000, 384.0, seconds, resolve_threads(threads))
+               : team_rate(peak_loop_c, 100000, 256.0, seconds, resolve_threads(threads));
+}
+
 double rb_tile_ceiling_gflops(double seconds)
 {
 #ifdef RB_HAVE_AVX512_FP32
@@ -153,7 +125,7 @@ double rb_tile_ceiling_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.os_zmm))
         return -1.0;
-    return best_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds);
+    return team_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds, 1);
 #else
     (void)seconds;
     return -1.0;
@@ -166,7 +138,7 @@ double rb_peak_dpbf16_gflops(double seconds)
     rb_cpu_detect(&ci);
     if (!(ci.avx512f && ci.avx512_bf16 && ci.os_zmm))
         return -1.0;
-    return best_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds);
+    return team_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds, 1);
 }
 
 double rb_triad_gbps(int threads, size_t bytes_per_array)

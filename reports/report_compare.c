@@ -471,13 +471,6 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         fprintf(o, "</table>\n");
 }
 
-/* Scaling across rank counts, for the cases every file holds complete when the files'
- * cases ran on at least two rank counts: each file's slowest-rank total time at its
- * rank count N (the case's own timing length), the strong-scaling efficiency of the
- * largest N against the smallest, and the model T(N) = a + b/N fitted by least squares
- * over the files (exact for two rank counts), with its prediction at 4x the largest N.
- * A model of these runs on this kind of machine: a is what does not shrink with more
- * ranks (communication, imbalance, serial work); a cluster's network changes it. */
 /* scaling_mismatch: 1 and what differs (into why) when the runs of case cs[0..n) differ
  * in more than their rank count -- the shape, kernel, dtype, layout or threads per rank
  * of the case, or the CPU of the file -- so that a fit of T(N) across them would mix
@@ -511,6 +504,13 @@ static int scaling_mismatch(const rp_file *fs, size_t n, const rp_case **cs, cha
     return 0;
 }
 
+/* Scaling across rank counts, for the cases every file holds complete when the files'
+ * cases ran on at least two rank counts: each file's slowest-rank total time at its
+ * rank count N (the case's own timing length), the strong-scaling efficiency of the
+ * largest N against the smallest, and the model T(N) = a + b/N fitted by least squares
+ * over the files (exact for two rank counts), with its prediction at 4x the largest N.
+ * A model of these runs on this kind of machine: a is what does not shrink with more
+ * ranks (communication, imbalance, serial work); a cluster's network changes it. */
 static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
 {
     int heading_done = 0;
