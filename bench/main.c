@@ -16,6 +16,9 @@
 #include "rb_results.h"
 
 extern void openblas_set_num_threads(int n);
+/* OpenBLAS's pthread build (Debian's default) exports this; its OpenMP build does not,
+ * hence weak: NULL there */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 const char *rb_version_string(void)
 {
@@ -390,8 +393,14 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     /* Threads come from OpenMP inside the kernels; OpenBLAS's own pool would only
-     * spin beside them (the blas kernel asks for 1 thread per call anyway). */
+     * spin beside them (the blas kernel asks for 1 thread per call anyway). Its
+     * constructor has already started the pool (unless OPENBLAS_NUM_THREADS=1), whose
+     * threads spin for ~0.1 s before they sleep: the first peaks and rows of a process
+     * shared the cores with them (bench --quick's 2-thread FMA peak read 74 GFLOP/s
+     * against 440), so the pool is stopped; one thread needs none. */
     openblas_set_num_threads(1);
+    if (blas_thread_shutdown_)
+        blas_thread_shutdown_();
     /* a file-size limit fails the write (EFBIG), which every writer here reports,
      * instead of killing the process with SIGXFSZ; from the start, since MPI_Init
      * writes files of its own */
