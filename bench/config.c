@@ -307,6 +307,15 @@ static int fits(char *buf, size_t n, const char *s)
 
 #define KEYNAME(i) RB_KEYS[i].section, RB_KEYS[i].key
 
+/* A number's value as written (trimmed into buf[64]), for messages that compare it with
+ * a bound or another key: %g would round 0.99999999999 onto 1 and contradict itself.
+ * Only for values that parse_f64 took, which fit. */
+static const char *written(char *buf, const char *s)
+{
+    return fits(buf, 64, s) ? trim(buf) : "?";
+}
+#define WRITTEN(s) written((char[64]){""}, (s))
+
 /* The shortest sequence the metrics take: rb_metrics_bins needs a distance >= 1. */
 #define RB_METRICS_MIN_LEN 2
 
@@ -642,11 +651,11 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     if (c->factor < 1)
         return rb_errf(err, errlen, RB_EINVAL,
-                       "scaling.factor = %.10g: must be >= 1 (a context-extension factor)",
-                       c->factor);
+                       "scaling.factor = %s: must be >= 1 (a context-extension factor)",
+                       WRITTEN(V("scaling", "factor")));
     if (c->factor > 1e6)
-        return rb_errf(err, errlen, RB_EINVAL, "scaling.factor = %.10g: must be <= 1e6",
-                       c->factor);
+        return rb_errf(err, errlen, RB_EINVAL, "scaling.factor = %s: must be <= 1e6",
+                       WRITTEN(V("scaling", "factor")));
     if ((rc = parse_f64(V("scaling", "beta_fast"), K("scaling", "beta_fast"), 1e-9, 1e9,
                         &c->beta_fast, err, errlen)) ||
         (rc = parse_f64(V("scaling", "beta_slow"), K("scaling", "beta_slow"), 1e-9, 1e9,
@@ -654,8 +663,8 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     if (c->beta_fast <= c->beta_slow)
         return rb_errf(err, errlen, RB_EINVAL,
-                       "scaling.beta_fast = %g: must be greater than scaling.beta_slow = %g",
-                       c->beta_fast, c->beta_slow);
+                       "scaling.beta_fast = %s: must be greater than scaling.beta_slow = %s",
+                       WRITTEN(V("scaling", "beta_fast")), WRITTEN(V("scaling", "beta_slow")));
     if ((rc = parse_bool(V("scaling", "truncate"), K("scaling", "truncate"), &c->truncate,
                          err, errlen)))
         return rc;
@@ -673,9 +682,10 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         return rc;
     if (c->high_freq_factor <= c->low_freq_factor)
         return rb_errf(err, errlen, RB_EINVAL,
-                       "scaling.high_freq_factor = %g: must be greater than "
-                       "scaling.low_freq_factor = %g",
-                       c->high_freq_factor, c->low_freq_factor);
+                       "scaling.high_freq_factor = %s: must be greater than "
+                       "scaling.low_freq_factor = %s",
+                       WRITTEN(V("scaling", "high_freq_factor")),
+                       WRITTEN(V("scaling", "low_freq_factor")));
     if ((rc = parse_f64_list(V("scaling", "short_factor"), K("scaling", "short_factor"),
                              1e-9, 1e9, c->short_factor, RB_MAX_LIST * 4,
                              &c->n_short_factor, err, errlen)) ||
@@ -722,11 +732,12 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     c->modes[0] = c->modes[1] = 0;
     for (int k = 0; k < n; k++) c->modes[tmp[k]] = 1;
     int probe_from_full = 0; /* probe_lens copied from seq_lens: errors name that key */
+    c->probe_from_full = 0;
     if (c->modes[RB_MODE_PROBE] && c->n_probe_lens == 0) {
         /* no probe_seq_lens: probe the same lengths as full mode */
         memcpy(c->probe_lens, c->full_lens, sizeof c->full_lens);
         c->n_probe_lens = c->n_full_lens;
-        probe_from_full = 1;
+        probe_from_full = c->probe_from_full = 1;
     }
     if (c->modes[RB_MODE_FULL] && c->n_full_lens == 0)
         return rb_errf(err, errlen, RB_EINVAL,
@@ -857,8 +868,9 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
              * fails on its first case), and squares below ~1e-162 summed to "all 0" */
             if (a != 0 && a < 1e-30)
                 return rb_errf(err, errlen, RB_EINVAL,
-                               "spectral.amplitudes: %g is neither 0 nor at least 1e-30 "
-                               "(smaller amplitudes vanish in float q and k)", a);
+                               "spectral.amplitudes: %s is neither 0 nor at least 1e-30 "
+                               "(smaller amplitudes vanish in float q and k)",
+                               rb_cli_shortest((char[32]){""}, 32, a));
             e += a * a;
         }
         if (c->n_spectral_amplitudes != c->rotary_dim / 2)
@@ -1276,10 +1288,18 @@ int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_se
                          "--set '%s': expected section.key=value", ESC(a));
             goto cleanup;
         }
+        /* a name that does not fit is no key (cutting it to fit made
+         * "model.head_dim<60 blanks>junk" read as model.head_dim) */
         char sec[64], key[64];
-        snprintf(sec, sizeof sec, "%.*s", (int)(dot - a), a);
-        snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
-        int i = key_index(trim(sec), trim(key));
+        const int sl = snprintf(sec, sizeof sec, "%.*s", (int)(dot - a), a);
+        const int kl = snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+        int i = sl < (int)sizeof sec && kl < (int)sizeof key ? key_index(trim(sec), trim(key))
+                                                               : -1;
+        if (i < 0 && (sl >= (int)sizeof sec || kl >= (int)sizeof key)) {
+            rc = rb_errf(err, errlen, RB_EINVAL,
+                         "--set '%s...': unknown key (name too long)", ESC_HEAD(a));
+            goto cleanup;
+        }
         if (i < 0) {
             rc = rb_errf(err, errlen, RB_EINVAL, "--set %s.%s: unknown key", ESC(sec),
                          ESC(key));
@@ -1433,7 +1453,8 @@ static int check_ranks(const rb_config *c, int nranks, int ranks_per_host, char 
         if (!c->modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;
         const int64_t *lens = mode == RB_MODE_FULL ? c->full_lens : c->probe_lens;
-        const char *key = mode == RB_MODE_FULL ? "study.seq_lens" : "study.probe_seq_lens";
+        const char *key = mode == RB_MODE_FULL || c->probe_from_full ? "study.seq_lens"
+                                                                     : "study.probe_seq_lens";
         for (int k = 0; k < nl; k++) {
             int64_t L = lens[k];
             char why[256];
@@ -1452,17 +1473,30 @@ static int check_ranks(const rb_config *c, int nranks, int ranks_per_host, char 
                 for (int j = 0; j < c->n_needles; j++) {
                     int64_t kp = resolve_pos(c->needle_positions[j], L);
                     int64_t qp = resolve_pos(c->needle_queries[j], L);
-                    if (kp < 0 || kp >= L || qp < 0 || qp >= L)
+                    if (kp < 0 || kp >= L)
                         return rb_errf(err, errlen, RB_EINVAL,
-                                       "needle.positions/query_positions: needle %d (%lld -> "
-                                       "%lld) is outside a sequence of %lld tokens",
-                                       j, (long long)c->needle_positions[j],
-                                       (long long)c->needle_queries[j], (long long)L);
+                                       "needle.positions: needle %d at %lld is outside a "
+                                       "sequence of %lld tokens",
+                                       j, (long long)c->needle_positions[j], (long long)L);
+                    if (qp < 0 || qp >= L)
+                        return rb_errf(err, errlen, RB_EINVAL,
+                                       "needle.query_positions: needle %d's query at %lld is "
+                                       "outside a sequence of %lld tokens",
+                                       j, (long long)c->needle_queries[j], (long long)L);
                     if (kp > qp)
                         return rb_errf(err, errlen, RB_EINVAL,
                                        "needle.positions: needle %d at %lld comes after its "
                                        "query at %lld (causal: the query cannot see it)",
                                        j, (long long)kp, (long long)qp);
+                    /* a key holds one needle: the dataset plants the later one there, and
+                     * the earlier would be scored as a miss against a key it never had */
+                    for (int i = 0; i < j; i++)
+                        if (resolve_pos(c->needle_positions[i], L) == kp)
+                            return rb_errf(err, errlen, RB_EINVAL,
+                                           "needle.positions: needles %d and %d are both at "
+                                           "key position %lld of %lld tokens (a key holds "
+                                           "one needle)",
+                                           i, j, (long long)kp, (long long)L);
                 }
             }
             double need = rb_config_case_bytes(c, (rb_mode)mode, L, nranks) * ranks_per_host;

@@ -86,6 +86,17 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
     return buf;
 }
 
+/* rb_cli_shortest: see rb_bench.h. */
+const char *rb_cli_shortest(char *buf, size_t n, double x)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return buf;
+}
+
 /* rb_cli_esc: see rb_bench.h. */
 const char *rb_cli_esc(char *buf, size_t n, const char *s)
 {

@@ -45,6 +45,7 @@ typedef struct {
     double short_factor[RB_MAX_LIST * 4], long_factor[RB_MAX_LIST * 4];
     /* [study] */
     int n_full_lens, n_probe_lens;
+    int probe_from_full; /* probe_lens copied from seq_lens (probe_seq_lens empty) */
     int64_t full_lens[RB_MAX_LIST], probe_lens[RB_MAX_LIST];
     int modes[2];            /* modes[RB_MODE_FULL], modes[RB_MODE_PROBE]: enabled? */
     int heads;
@@ -282,6 +283,11 @@ int rb_cli_same_file(const char *a, const char *b);
  * 256-byte buffer that lives for the statement. */
 const char *rb_cli_esc(char *buf, size_t n, const char *s);
 #define RB_ESC(s) rb_cli_esc((char[256]){""}, 256, (s))
+
+/* rb_cli_shortest: x in the fewest significant digits (1 to 17, %g style) that strtod
+ * reads back as x, into buf[n] (n >= 32 holds any double). Returns buf. For messages and
+ * labels where %g would round a value onto a bound it is compared with. */
+const char *rb_cli_shortest(char *buf, size_t n, double x);
 
 /* rb_cli_fsize_floor: RB_OK unless the process's file-size limit (ulimit -f) is below
  * RB_CLI_FSIZE_FLOOR, which MPI_Init itself needs for its shared-memory files (Open MPI

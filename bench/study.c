@@ -460,11 +460,8 @@ static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mod
         const int uses = c->methods[mi] == RB_ROPE_YARN || c->methods[mi] == RB_ROPE_LONGROPE;
         if (uses && af <= 0)
             snprintf(afs, sizeof afs, "auto");
-        for (int prec = 1; uses && af > 0 && prec <= 17; prec++) {
-            snprintf(afs, sizeof afs, "%.*g", prec, af);
-            if (strtod(afs, NULL) == af)
-                break;
-        }
+        if (uses && af > 0)
+            rb_cli_shortest(afs, sizeof afs, af);
         TRY(rb_results_attr_str(r->res, g, "attention_factor_setting", afs, e, el));
     }
     TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));

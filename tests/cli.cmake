@@ -177,7 +177,18 @@ rb_cli_error(bad_dtype 2 "study.dtype = 'fp16': unknown" ${R} --set study.dtype=
 rb_cli_error(bad_threads 2 "study.threads = 0: must be in" ${R} --set study.threads=0)
 rb_cli_error(memory 2 "study.probe_seq_lens: .* need .* GiB on this host \\(1 rank here\\), more than the 1 GiB limit" ${R} --set study.probe_seq_lens=1G --set study.memory_limit_gib=1)
 rb_cli_error(memory_small_limit 2 "more than the 0.001 GiB limit" ${R} --set study.memory_limit_gib=0.001)
-rb_cli_error(needle_outside 2 "needle.positions/query_positions: needle 0" ${R} --set study.seq_lens=64 --set study.modes=full --set needle.positions=-100 --set needle.query_positions=-1)
+rb_cli_error(needle_outside 2 "^ropebench: needle.positions: needle 0 at -100 is outside a sequence of 64 tokens$" ${R} --set study.seq_lens=64 --set study.modes=full --set needle.positions=-100 --set needle.query_positions=-1)
+rb_cli_error(needle_query_outside 2 "^ropebench: needle.query_positions: needle 0's query at 64 is outside a sequence of 64 tokens$" ${R} --set study.seq_lens=64 --set study.modes=full --set needle.positions=1 --set needle.query_positions=64)
+# from a file, the error names the line of the key it names
+file(WRITE ${RB_WORK}/needle_outside.ini "[study]\nseq_lens = 256\nmodes = full\ndatasets = needle\n[needle]\npositions = -300\nquery_positions = -1\n")
+rb_cli_error(needle_outside_line 2 "^ropebench: [^ ]*needle_outside.ini:6: needle.positions: needle 0 at -300" ${R} -c ${RB_WORK}/needle_outside.ini)
+# two needles on one key: the dataset plants one of them, the other was scored as a miss
+rb_cli_error(needle_same_key 2 "^ropebench: needle.positions: needles 0 and 1 are both at key position 251 of 256 tokens" ${R} --set study.seq_lens=256 --set study.modes=full --set needle.positions=-5,-5 --set needle.query_positions=-1,-2)
+rb_cli_error(needle_same_key_spelled 2 "needles 0 and 1 are both at key position 254 of 256 tokens" ${R} --set study.seq_lens=256 --set study.modes=full --set needle.positions=254,-2 --set needle.query_positions=-1,-1)
+# probe mode on seq_lens (probe_seq_lens empty): its errors name seq_lens and its line
+file(WRITE ${RB_WORK}/probe_from_full.ini "[study]\nmodes = probe\nshard_layout = zigzag\nseq_lens = 255\nprobe_seq_lens =\n")
+rb_cli_error(probe_from_full_line 2 "probe_from_full.ini:4: study.seq_lens: seq_len 255 is not a multiple of 2" ${R} -c ${RB_WORK}/probe_from_full.ini)
+rb_cli_error(probe_from_full_memory 2 "^ropebench: study.seq_lens: 4096 tokens in probe mode need" ${R} --set study.modes=probe --set study.probe_seq_lens= --set study.seq_lens=4096 --set study.memory_limit_gib=0.001)
 rb_cli_error(needle_after_query 2 "needle.positions: needle 0 at 10 comes after its query at 5" ${R} --set needle.positions=10 --set needle.query_positions=5)
 rb_cli_error(needle_count 2 "needle.query_positions: 1 entries, but needle.positions has 2" ${R} --set needle.positions=1,2 --set needle.query_positions=5)
 rb_cli_error(dump_too_big 2 "--dump-inputs: 1048576 tokens" ${R} --dump-inputs)
@@ -188,6 +199,16 @@ rb_cli_error(isa_unavailable 2 "ROPEBENCH_ISA=avx9000: unknown kernel" ${CMAKE_C
 # past a double's range named as such
 rb_cli_error(factor_as_written 2 "scaling.factor = 1000001: must be <= 1e6" ${R} --set scaling.factor=1000001)
 rb_cli_error(base_as_written 2 "model.base = 1.00000001: must be in \\[1.0000001, 1e\\+12\\]" ${R} --set model.base=1.00000001)
+# a key name too long for the parser's buffers is refused, not cut to a valid key
+rb_cli_error(set_key_long 2 "^ropebench: --set 'model.head_dim +\\.\\.\\.': unknown key \\(name too long\\)$" ${R} "--set=model.head_dim                                                            junk=64")
+rb_cli_error(set_section_long 2 "unknown key \\(name too long\\)$" ${R} "--set=model                                                                      junk.head_dim=48")
+# values compared with a bound or another key are shown as written, not rounded by %g
+# onto what they are compared with
+rb_cli_error(factor_below_1_written 2 "scaling.factor = 0.99999999999: must be >= 1" ${R} --set scaling.factor=0.99999999999)
+rb_cli_error(factor_above_written 2 "scaling.factor = 1000000.00001: must be <= 1e6" ${R} --set scaling.factor=1000000.00001)
+rb_cli_error(beta_written 2 "scaling.beta_fast = 1.0000001: must be greater than scaling.beta_slow = 1.0000002" ${R} --set scaling.beta_fast=1.0000001 --set scaling.beta_slow=1.0000002)
+rb_cli_error(llama3_freq_written 2 "scaling.high_freq_factor = 4: must be greater than scaling.low_freq_factor = 4.000001" ${R} --set scaling.low_freq_factor=4.000001)
+rb_cli_error(amplitude_written 2 "spectral.amplitudes: 9.999999999999e-31 is neither 0" ${R} --set study.datasets=spectral --set spectral.profile=list --set model.head_dim=4 --set spectral.amplitudes=1,9.999999999999e-31)
 # numbers are decimal: strtod would read a hexadecimal float (model.base=0x10 was 16)
 rb_cli_error(base_hex 2 "^ropebench: model.base = '0x10': not a decimal number" ${R} --set model.base=0x10)
 rb_cli_error(strength_hex 2 "^ropebench: needle.strength = '-0X1p1': not a decimal number" ${R} --set needle.strength=-0X1p1)
