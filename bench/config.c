@@ -160,7 +160,8 @@ static long read_line(FILE *f, char **buf, size_t *cap, size_t max)
     size_t len = 0;
     int ch = EOF;
     while ((ch = getc(f)) != EOF) {
-        if (len >= max)
+        /* max counts the line's text: its CR LF or LF may follow it */
+        if (len >= max + (ch == '\n' || ch == '\r' ? 2 : 0))
             return -2;
         if (len + 2 > *cap) {
             const size_t nc = *cap ? 2 * *cap : 256;
@@ -374,7 +375,8 @@ static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
 {
     char buf[16];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not a boolean (true|false)",
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "%s.%s = '%s...': not a boolean (true|false|yes|no|on|off|1|0)",
                        KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf);
     for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
@@ -384,7 +386,8 @@ static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
              !strcmp(t, "0"))
         *out = 0;
     else
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a boolean (true|false)",
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "%s.%s = '%s': not a boolean (true|false|yes|no|on|off|1|0)",
                        KEYNAME(i), ESC(s));
     return RB_OK;
 }

@@ -169,7 +169,7 @@ rb_cli_error(spectral_amplitude_tiny 2 "spectral.amplitudes: 1e-50 is neither 0 
 rb_cli_error(dup_method 2 "scaling.methods: 'yarn' listed twice" ${R} --set scaling.methods=yarn,yarn)
 rb_cli_error(longrope_no_factors 2 "scaling.short_factor: longrope needs 64 values" ${R} --set scaling.methods=longrope)
 rb_cli_error(beta 2 "scaling.beta_fast = 1: must be greater than scaling.beta_slow" ${R} --set scaling.beta_fast=1)
-rb_cli_error(bool 2 "scaling.truncate = 'maybe': not a boolean" ${R} --set scaling.truncate=maybe)
+rb_cli_error(bool 2 "scaling.truncate = 'maybe': not a boolean \\(true\\|false\\|yes\\|no\\|on\\|off\\|1\\|0\\)$" ${R} --set scaling.truncate=maybe)
 rb_cli_error(seq_len_multiple 2 "study.seq_lens: seq_len 4097 is not a multiple of 2" ${R} --set study.seq_lens=4097)
 rb_cli_error(bad_layout 2 "study.shard_layout: unknown value 'ring'" ${R} --set study.shard_layout=ring)
 rb_cli_error(dtype_mismatch 2 "ROPEBENCH_ISA=ref computes fp32, but study.dtype = bf16" ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref ${R} --set study.dtype=bf16)
@@ -433,3 +433,9 @@ set_tests_properties(cli_yarn_all_interpolated_no_note PROPERTIES LABELS "cli"
 string(REPEAT "x" 1048600 _rb_mib)
 file(WRITE ${RB_WORK}/mib_line.ini "# ${_rb_mib}\n[model]\nhead_dim = 64\n")
 rb_cli_error(config_line_over_mib 2 "mib_line.ini:1: a line longer than 1024 KiB" ${R} -c ${RB_WORK}/mib_line.ini)
+# a line of exactly 1 MiB of text is allowed, with LF or CR LF after it
+string(REPEAT "x" 1048574 _rb_mib)
+file(WRITE ${RB_WORK}/mib_exact.ini "# ${_rb_mib}\r\n[model]\nhead_dim = 64\n")
+rb_add_test(NAME cli_config_line_of_mib COMMAND ${R} -c ${RB_WORK}/mib_exact.ini)
+set_tests_properties(cli_config_line_of_mib PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "head_dim = 64")
