@@ -323,19 +323,20 @@ static void case_name(char *buf, size_t len, const rb_config *c, int mi, int64_t
              mode == RB_MODE_FULL ? "full" : "probe", rb_dataset_kind_name(ds));
 }
 
-/* case_intact: 1 if the case group g (of length L) holds what every reader of a
- * finished case needs, as they read it: seq_len = L, heads = the study's and n_rows >= 1
- * as integers, rows/position [n_rows] and rows/lse, rows/entropy [heads][n_rows] as
+/* case_intact: 1 if the case group g (of length L, `rows` rows: L in full mode, the
+ * probe positions' count in probe mode) holds what every reader of a finished case
+ * needs, as they read it: seq_len = L, heads = the study's and n_rows = rows as
+ * integers, rows/position [n_rows] and rows/lse, rows/entropy [heads][n_rows] as
  * numbers; else 0, and `--resume` redoes the case. Collective (every rank reads the
  * same metadata). */
-static int case_intact(const rb_run *r, const char *g, int64_t L)
+static int case_intact(const rb_run *r, const char *g, int64_t L, int64_t rows)
 {
     char e[256], ds[320];
     int64_t seq = 0, heads = 0, n = 0, dims[4];
     if (rb_results_attr_get_i64(r->res, g, "seq_len", &seq, e, sizeof e) != 1 || seq != L ||
         rb_results_attr_get_i64(r->res, g, "heads", &heads, e, sizeof e) != 1 ||
         heads != r->cfg->heads ||
-        rb_results_attr_get_i64(r->res, g, "n_rows", &n, e, sizeof e) != 1 || n < 1)
+        rb_results_attr_get_i64(r->res, g, "n_rows", &n, e, sizeof e) != 1 || n != rows)
         return 0;
     snprintf(ds, sizeof ds, "%s/rows/position", g);
     if (rb_results_dims(r->res, ds, dims, 4) != 1 || dims[0] != n)
@@ -552,6 +553,16 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
 
     /* --resume: complete cases stay; incomplete ones are removed and redone */
     int done[RB_MAX_ENTRIES] = {0}, n_done = 0;
+    int64_t want_rows = L; /* the rows a finished case of this length and mode has */
+    if (r->resume && mode == RB_MODE_PROBE) {
+        int64_t *pp = NULL;
+        want_rows = probe_positions(c, L, &pp);
+        free(pp);
+        if (want_rows < 0) {
+            rc = rb_errf(e, el, RB_ENOMEM, "out of memory");
+            goto cleanup;
+        }
+    }
     for (int mi = 0; r->resume && mi < c->n_methods; mi++) {
         char name[160], g[256];
         int64_t complete = 0;
@@ -563,7 +574,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
          * (a file edited or damaged after the fact can say complete without them, or
          * with a string where a number belongs): else it is redone */
         if (rc == 1 && complete == 1)
-            complete = case_intact(r, g, L);
+            complete = case_intact(r, g, L, want_rows);
         if (rc == 1 && complete == 1) {
             done[mi] = 1;
             n_done++;
