@@ -854,7 +854,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
 
         /* ---- 7. phase precision per probe row (max over heads; the phase error mean
          * over heads and pairs: H heads of np pairs each, so the mean of the heads'
-         * means; every rank computed the phase errors of every probe row itself, so
+         * means; the entropy error's mean over heads, signed: the head of largest
+         * magnitude flipped between two heads of near-equal and opposite errors as
+         * float rounding moved with the rank count; every rank computed the phase errors of every probe row itself, so
          * they need no reduction across ranks) */
         if (m->precision) {
             reduce(m->score_err, hq, MPI_MAX, comm);
@@ -867,7 +869,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                     pe[r] = fmax(pe[r], m->phase_err[i]);
                     pm[r] += m->phase_err_mean[i] / H;
                     se[r] = fmax(se[r], m->score_err[i]);
-                    ee[r] = fabs(m->entropy_err[i]) > fabs(ee[r]) ? m->entropy_err[i] : ee[r];
+                    ee[r] += m->entropy_err[i] / H;
                     br[r] = fmax(br[r], m->bound_ratio[i]);
                 }
             }

@@ -13,6 +13,22 @@ foreach(t e2e_small_zigzag_np2 e2e_small_striped_np3 e2e_small_zigzag_np4)
     ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/small_np1.h5 ${RB_MW}/${t}.h5)
   set_tests_properties(metrics_ranks_${t} PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
 endforeach()
+# metric 7's entropy error over two heads, 1 rank against 2 (fast kernel): row 5743's
+# heads have errors of about +-1.2e-5 nats, so the head of largest magnitude (the stored
+# value until 2026-12-02) flipped sign with the rank count; the mean over heads does not
+foreach(np 1 2)
+  rb_add_mpi_test(NAME e2e_entropy_err_heads_np${np} NP ${np} COMMAND ${RB_EXE} run -q
+    --set study.modes=probe --set study.probe_seq_lens=8192 --set study.probe_rows=8191
+    --set model.head_dim=64 --set scaling.methods=yarn --set study.datasets=gaussian
+    --set study.heads=2 -o ${RB_MW}/entropy_err_heads_np${np}.h5)
+  set_tests_properties(e2e_entropy_err_heads_np${np} PROPERTIES FIXTURES_SETUP entropy_err_heads_np${np})
+endforeach()
+rb_add_test(NAME metrics_entropy_err_heads_ranks COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/entropy_err_heads_np1.h5
+  ${RB_MW}/entropy_err_heads_np2.h5)
+set_tests_properties(metrics_entropy_err_heads_ranks PROPERTIES
+  FIXTURES_REQUIRED "entropy_err_heads_np1;entropy_err_heads_np2")
+
 # YaRN's attention factor lowering the entropy of every row (metric 3), with the factor
 # on and off in one study: e2e_attention_factor_list (tests/cli.cmake)
 
