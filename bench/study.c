@@ -248,6 +248,54 @@ static int launcher_rank(void)
     return v ? atoi(v) : 0;
 }
 
+/* How many ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and Intel
+ * MPI); 1 when not launched by one. */
+static int launcher_size(void)
+{
+    const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!v) v = getenv("PMI_SIZE");
+    return v && atoi(v) > 1 ? atoi(v) : 1;
+}
+
+/* agree_refusal: the input checks made before MPI_Init can fail on some ranks only (a
+ * file.path missing on one node, ROPEBENCH_ISA set for one rank); where only rank 0
+ * spoke, a refusal by another rank ended the job with exit 2 and no word. Under a
+ * launcher of 2+ ranks every rank therefore calls this once MPI is up, `failed` with
+ * its own line in err: the lowest rank that failed prints it (naming itself unless it
+ * is rank 0, so an input every rank refuses reads as before). Returns 1 if any rank
+ * failed. Collective over comm. */
+static int agree_refusal(int failed, const char *err, MPI_Comm comm)
+{
+    int me = 0, mine, lowest = INT_MAX;
+    MPI_Comm_rank(comm, &me);
+    mine = failed ? me : INT_MAX;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+    if (lowest == INT_MAX)
+        return 0;
+    if (me == lowest && me == 0)
+        fprintf(stderr, "ropebench: %s\n", err);
+    else if (me == lowest)
+        fprintf(stderr, "ropebench: rank %d: %s\n", me, err);
+    return 1;
+}
+
+/* refuse_early: a check before MPI_Init failed with the line in err. Alone (no launcher,
+ * or one rank), rank 0 prints it; under a launcher of 2+ ranks MPI is started (*mpi_up
+ * set, so the caller's cleanup finalizes it) and agree_refusal meets the other ranks,
+ * which call it right after their own MPI_Init. Unless the file-size limit is below
+ * what MPI_Init needs: then this rank says so itself, and the launcher ends the job. */
+static void refuse_early(const char *err, int *argc, char ***argv, int *mpi_up)
+{
+    char fe[512];
+    if (launcher_size() <= 1 || rb_cli_fsize_floor(fe, sizeof fe) != RB_OK) {
+        if (launcher_rank() == 0) fprintf(stderr, "ropebench: %s\n", err);
+        return;
+    }
+    MPI_Init(argc, argv);
+    *mpi_up = 1;
+    agree_refusal(1, err, MPI_COMM_WORLD);
+}
+
 static void bcast_str(char *buf, int cap, MPI_Comm comm)
 {
     MPI_Bcast(buf, cap, MPI_CHAR, 0, comm);
@@ -1379,7 +1427,7 @@ int rb_cmd_run(int argc, char **argv)
     if (!usage_err && rb_config_load(&cfg, cfg_path, sets, n_sets, r.err, sizeof r.err))
         usage_err = 1;
     if (usage_err) {
-        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        refuse_early(r.err, &argc, &argv, &mpi_up);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -1409,14 +1457,14 @@ int rb_cmd_run(int argc, char **argv)
         kernel_why = why;
     }
     if (rc != RB_OK) {
-        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        refuse_early(r.err, &argc, &argv, &mpi_up);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
 
     if (!dry &&
         (rc = check_output_path(out_path, cfg_path, &cfg, r.resume, r.err, sizeof r.err))) {
-        if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
+        refuse_early(r.err, &argc, &argv, &mpi_up);
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -1434,6 +1482,11 @@ int rb_cmd_run(int argc, char **argv)
     r.comm = MPI_COMM_WORLD;
     MPI_Comm_rank(r.comm, &r.rank);
     MPI_Comm_size(r.comm, &r.nranks);
+    /* every rank passed its own checks, or the lowest that did not says why */
+    if (launcher_size() > 1 && agree_refusal(0, NULL, r.comm)) {
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     {
         MPI_Comm node;
         int here = 1, most = 1;

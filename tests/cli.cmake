@@ -202,6 +202,17 @@ rb_cli_error(base_as_written 2 "model.base = 1.00000001: must be in \\[1.0000001
 # a key name too long for the parser's buffers is refused, not cut to a valid key
 rb_cli_error(set_key_long 2 "^ropebench: --set 'model.head_dim +\\.\\.\\.': unknown key \\(name too long\\)$" ${R} "--set=model.head_dim                                                            junk=64")
 rb_cli_error(set_section_long 2 "unknown key \\(name too long\\)$" ${R} "--set=model                                                                      junk.head_dim=48")
+# an input only rank 1 refuses (its own ROPEBENCH_ISA; a study file missing where it
+# runs): that rank says why, naming itself, instead of the job ending with exit 2 and no
+# word (only rank 0 spoke before MPI_Init)
+file(WRITE ${RB_WORK}/rank1_isa.sh
+  "[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && export ROPEBENCH_ISA=bogus\nexec \"$@\"\n")
+rb_cli_error(rank1_only_isa 2 "^ropebench: rank 1: ROPEBENCH_ISA=bogus: unknown kernel" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_isa.sh ${RB_EXE} run --dry-run -q)
+file(MAKE_DIRECTORY ${RB_WORK}/rank1_elsewhere)
+file(WRITE ${RB_WORK}/rank1_study.ini "[study]\nheads = 1\n")
+file(WRITE ${RB_WORK}/rank1_cd.sh
+  "cd ${RB_WORK}\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && cd ${RB_WORK}/rank1_elsewhere\nexec \"$@\"\n")
+rb_cli_error(rank1_only_config 2 "^ropebench: rank 1: .*rank1_study.ini" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_cd.sh ${RB_EXE} run --dry-run -q -c rank1_study.ini)
 # values compared with a bound or another key are shown as written, not rounded by %g
 # onto what they are compared with
 rb_cli_error(factor_below_1_written 2 "scaling.factor = 0.99999999999: must be >= 1" ${R} --set scaling.factor=0.99999999999)
