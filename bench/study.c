@@ -296,6 +296,29 @@ static void refuse_early(const char *err, int *argc, char ***argv, int *mpi_up)
     agree_refusal(1, err, MPI_COMM_WORLD);
 }
 
+/* file_identity: the `file` dataset's input as this rank finds it, "<absolute path>,
+ * <size> bytes, modified <UTC time to the ns>", into buf[n] ("" when the study reads no
+ * file, or it cannot be found: the run's own checks report that). The root attribute
+ * dataset_file_id keeps the first run's, and --resume refuses an input that differs:
+ * the study text names the path only, so a file replaced (or a relative path met from
+ * another directory) mixed cases computed from two inputs. */
+static void file_identity(const rb_config *c, char *buf, size_t n)
+{
+    int reads = 0;
+    for (int i = 0; i < c->n_datasets; i++) reads |= c->datasets[i] == RB_DATA_FILE;
+    buf[0] = '\0';
+    char abs[PATH_MAX];
+    struct stat st;
+    if (!reads || !realpath(c->file_path, abs) || stat(abs, &st) != 0)
+        return;
+    struct tm tm;
+    char when[40] = "?";
+    if (gmtime_r(&st.st_mtim.tv_sec, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s, %lld bytes, modified %s.%09ldZ", abs, (long long)st.st_size, when,
+             (long)st.st_mtim.tv_nsec);
+}
+
 static void bcast_str(char *buf, int cap, MPI_Comm comm)
 {
     MPI_Bcast(buf, cap, MPI_CHAR, 0, comm);
@@ -1001,6 +1024,12 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_str(r->res, "/", "dtype", r->cfg->dtype, e, el));
     TRY(rb_results_attr_str(r->res, "/", "kernel", r->ops.name, e, el));
     TRY(rb_results_attr_i64(r->res, "/", "dump_inputs", r->dump, e, el));
+    {
+        char id[PATH_MAX + 128];
+        if (r->rank == 0) file_identity(r->cfg, id, sizeof id);
+        bcast_str(id, (int)sizeof id, r->comm);
+        if (id[0]) TRY(rb_results_attr_str(r->res, "/", "dataset_file_id", id, e, el));
+    }
 
     const char *p = "/provenance";
     TRY(rb_results_attr_str(r->res, p, "compiler", RB_COMPILER, e, el));
@@ -1063,6 +1092,7 @@ cleanup:
     return rc;
 }
 
+
 /* --resume: whether the existing file is a ropebench file of the same resolved study
  * (config_text, compared by rb_config_text_differs), read on this rank alone. */
 static int resume_check(rb_run *r, const char *path)
@@ -1109,6 +1139,19 @@ static int resume_check(rb_run *r, const char *path)
                      "%s: --resume: its cases ran on kernel %s, this run would use %s "
                      "(ROPEBENCH_ISA, study.dtype); use the same kernel, or another -o",
                      path, text, r->ops.name);
+        goto cleanup;
+    }
+    free(text);
+    text = NULL;
+    char id[PATH_MAX + 128];
+    file_identity(r->cfg, id, sizeof id);
+    rc = rb_results_peek_str(path, "dataset_file_id", &text, r->err, sizeof r->err);
+    if (rc < 0) goto cleanup;
+    if (rc == 1 && id[0] && strcmp(text, id) != 0) {
+        rc = rb_errf(r->err, sizeof r->err, RB_EINVAL,
+                     "%s: --resume: file.path is not the input its cases were computed "
+                     "from (%s; now %s); use that file, or another -o",
+                     path, text, id);
         goto cleanup;
     }
     int64_t dumped = 0;

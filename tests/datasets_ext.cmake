@@ -173,3 +173,8 @@ foreach(dt f32 f16)
   set_tests_properties(dataset_file_run_${dt} PROPERTIES
     FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
 endforeach()
+
+# --resume of a file-dataset study only with the input its cases were computed from
+rb_add_test(NAME dataset_file_resume_input TIMEOUT 300 COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/resume_file_input.py ${RB_DF_WORK}/resume_input
+  $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""resume_file_input.py — `run --resume` of a `file`-dataset study keeps its cases only
+with the input they were computed from: the same file resumes (exit 0, the kept case
+untouched); the file replaced at the same path, with other values, is refused (exit 2,
+one line naming file.path and both inputs) and the results file is left as it was.
+Until 2026-12-02 the study text (which names the path only) was all that was compared,
+and the resumed file mixed cases of two inputs.
+
+usage: resume_file_input.py WORKDIR ROPEBENCH -- mpiexec-command-prefix...
+"""
+import hashlib
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+
+def write_input(path, seed):
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "w") as f:
+        for n in "qkv":
+            f[n] = rng.standard_normal((1, 64, 16)).astype(np.float32)
+
+
+def main():
+    sep = sys.argv.index("--")
+    work, exe = sys.argv[1:3]
+    mpi = sys.argv[sep + 1:]
+    os.makedirs(work, exist_ok=True)
+    inp, out = os.path.join(work, "qkv.h5"), os.path.join(work, "res.h5")
+    for p in (inp, out):
+        if os.path.exists(p):
+            os.remove(p)
+    write_input(inp, 1)
+    run = mpi + ["2", exe, "run", "-q", "--set", "study.seq_lens=64", "--set",
+                 "study.modes=full", "--set", "model.head_dim=16", "--set",
+                 "scaling.methods=none,pi", "--set", "study.datasets=file", "--set",
+                 f"file.path={inp}", "-o", out]
+    failed = []
+
+    def aborted():
+        a = subprocess.run(run, env=dict(os.environ, ROPEBENCH_TEST_ABORT_AFTER="1"),
+                           capture_output=True, text=True, timeout=300)
+        if a.returncode == 0:
+            failed.append("the interrupted run exited 0")
+
+    aborted()
+    with h5py.File(out, "r") as f:
+        ident = f.attrs.get("dataset_file_id")
+        ident = ident.decode() if isinstance(ident, bytes) else ident
+        if not ident or not ident.startswith(os.path.realpath(inp) + ", "):
+            failed.append(f"dataset_file_id {ident!r} does not name {inp}")
+
+    # the same input: resumed
+    same = subprocess.run(run + ["--resume"], capture_output=True, text=True, timeout=300)
+    if same.returncode != 0:
+        failed.append(f"--resume with the same input: exit {same.returncode}, "
+                      f"{same.stderr.strip()!r}")
+
+    # another input at the same path: refused, the file untouched
+    os.remove(out)
+    aborted()
+    write_input(inp, 2)
+    before = hashlib.sha256(open(out, "rb").read()).hexdigest()
+    other = subprocess.run(run + ["--resume"], capture_output=True, text=True, timeout=300)
+    lines = [x for x in other.stderr.splitlines() if x.startswith("ropebench:")]
+    if other.returncode != 2 or len(lines) != 1 or \
+            "--resume: file.path is not the input its cases were computed from" not in lines[0]:
+        failed.append(f"--resume with another input: exit {other.returncode}, "
+                      f"{other.stderr.strip()!r}")
+    if hashlib.sha256(open(out, "rb").read()).hexdigest() != before:
+        failed.append("the refused --resume changed the results file")
+    for x in failed:
+        print("FAIL:", x)
+    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
