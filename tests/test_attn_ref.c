@@ -516,6 +516,31 @@ static void test_equal_scores(void)
               "%.17g", j, out[j], mean[j]);
 }
 
+/* Keys scoring -inf carry weight 0: a row that saw a key scoring 2 and then, in another
+ * call, one scoring -inf keeps lse 2, entropy 0, output v (u became 0 * -inf = NaN);
+ * a row whose every visible key scores -inf keeps the empty state (m = -inf, l = u =
+ * 0; -inf - -inf made l NaN). */
+static void test_neg_inf_scores(void)
+{
+    const int d = 2;
+    const float q[2] = {1, 1}, kfin[2] = {1, 1}, kinf[2] = {-INFINITY, 0};
+    const float v1[2] = {3, -5}, v2[2] = {7, 11};
+    const int64_t qp[1] = {10}, kp[1] = {0};
+    double st[RB_STATE_STRIDE(2)], lse, H, out[2];
+    rb_state_init(st, 1, d);
+    rb_attn_tile_ref(q, qp, 1, kfin, v1, kp, 1, d, 1.0, st);
+    rb_attn_tile_ref(q, qp, 1, kinf, v2, kp, 1, d, 1.0, st);
+    rb_state_finalize(st, 1, d, &lse, &H, out);
+    check(lse == 2.0 && H == 0.0 && out[0] == 3.0 && out[1] == -5.0,
+          "a key scoring -inf after one scoring 2: lse %.17g (want 2), H %.17g (want 0), "
+          "out %g %g (want 3 -5)", lse, H, out[0], out[1]);
+    rb_state_init(st, 1, d);
+    rb_attn_tile_ref(q, qp, 1, kinf, v2, kp, 1, d, 1.0, st);
+    check(st[0] == -INFINITY && st[1] == 0.0 && st[2] == 0.0 && st[3] == 0.0 && st[4] == 0.0,
+          "only a key scoring -inf: state m %g l %g u %g acc %g %g (want -inf 0 0 0 0)",
+          st[0], st[1], st[2], st[3], st[4]);
+}
+
 /* Line "flags : ..." of /proc/cpuinfo contains the word w; -1 if unreadable. */
 static int cpuinfo_has(const char *w)
 {
@@ -634,6 +659,7 @@ int main(int argc, char **argv)
     int n_cases = argc > 1 ? atoi(argv[1]) : 600;
     test_merge_edges();
     test_equal_scores();
+    test_neg_inf_scores();
     for (int i = 0; i < n_cases; i++) {
         tcase c;
         memset(&c, 0, sizeof c);

@@ -138,7 +138,9 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
         if (sc > mt)
             mt = sc;
     }
-    if (n == 0)
+    /* no key, or only keys scoring -inf (weight 0, e.g. a -inf in q or k): the state
+     * is left as it is, as the fast kernels leave it (-inf - -inf would be NaN) */
+    if (n == 0 || mt == -INFINITY)
         return;
     double *acc = st + 3;
     double M = st[0];
@@ -157,6 +159,8 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
     for (int64_t t = 0; t < n; t++) {
         const double ds = s[t] - M;
         const double e = exp(ds);
+        if (e == 0.0)
+            continue; /* weight 0 adds nothing; e * ds would be NaN at s = -inf */
         l += e;
         u += e * ds;
         if (!v)
