@@ -123,6 +123,12 @@ int rb_results_write_rows_f32(rb_results *r, const char *path, int heads,
                               int64_t n_total, int row_len, const rb_shard_run *runs,
                               int nruns, const float *local, char *err, size_t errlen);
 
+/* rb_results_names_it (rank 0, not collective): 1 if the file system path `path` names
+ * the file r has open (the same device and inode), 0 if it names another file or none
+ * (the open file was deleted, renamed or replaced), -1 where the handle keeps no
+ * identity (ranks other than 0). */
+int rb_results_names_it(rb_results *r, const char *path);
+
 /* Does the object exist? (collective metadata read; 1 yes, 0 no, -1 not an absolute
  * path) */
 int rb_results_exists(rb_results *r, const char *path);

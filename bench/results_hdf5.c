@@ -31,6 +31,15 @@ struct rb_results {
 
 /* ---- errors ----------------------------------------------------------------------- */
 
+/* rb_results_names_it: see rb_results.h. */
+int rb_results_names_it(rb_results *r, const char *path)
+{
+    struct stat st;
+    if (!r || r->rank != 0)
+        return -1;
+    return stat(path, &st) == 0 && st.st_dev == r->dev && st.st_ino == r->ino;
+}
+
 typedef struct {
     char desc[256];
     char func[64];

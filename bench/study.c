@@ -1668,6 +1668,11 @@ int rb_cmd_run(int argc, char **argv)
                         out_path);
             } else if (access(out_path, F_OK) != 0)
                 fprintf(stderr, "ropebench: %s no longer exists\n", out_path);
+            else if (r.res && rb_results_names_it(r.res, out_path) == 0)
+                fprintf(stderr, "ropebench: %s is no longer the file this run wrote "
+                                "(replaced or renamed while it ran): the %d case(s) it "
+                                "finished went with that file\n",
+                        out_path, r.n_kept);
             else if (r.n_kept > 0)
                 fprintf(stderr,
                         "ropebench: the %d finished case(s) stay readable in %s "

@@ -72,6 +72,12 @@ rb_add_test(NAME io_output_guard LABELS io
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_output_guard.py
           ${RB_IO_DIR}/output-guard ${RB_MPIEXEC_CMD} -- $<TARGET_FILE:ropebench>)
 
+# The results file replaced by another while the run holds it open: the run says its
+# finished case went with its file, not that it stays readable (tests/output_replaced.py).
+rb_add_test(NAME io_output_replaced LABELS io TIMEOUT 600
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/output_replaced.py
+          ${RB_IO_DIR}/output-replaced $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})
+
 # Results files damaged after the fact (attributes missing or out of range, positions,
 # needles and timings no run writes, one byte that crashes libhdf5): report skips the
 # case and says why on stderr, or refuses the file in one line; --resume redoes what a
