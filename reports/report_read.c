@@ -583,6 +583,16 @@ static void case_read_rows(hid_t g, rp_case *c)
         goto cleanup;
     }
     int64_t heads = (int64_t)dh[0], n = (int64_t)dp[0];
+    /* the attributes say what the datasets hold: throughput and the bytes of K and V
+     * are computed from them, the means from the datasets */
+    if (heads != c->heads || n != c->n_rows) {
+        char why[160];
+        snprintf(why, sizeof why, "holds [%lld][%lld], the attributes heads and n_rows "
+                                  "say [%lld][%lld]",
+                 (long long)heads, (long long)n, (long long)c->heads, (long long)c->n_rows);
+        set_problem(c, "%s %s", "rows/entropy", why);
+        goto cleanup;
+    }
     for (int64_t i = 0; i < n; i++)
         if (!in_range(pos[i], 0, (double)c->seq_len - 1, 1)) {
             set_problem(c, "%s %s", "rows/position",
@@ -662,7 +672,7 @@ static void case_read_rows(hid_t g, rp_case *c)
                                          "timing/comm_wait_s", "timing/merge_s",
                                          "timing/total_s", "timing/metrics_s"};
     double *tc = NULL;
-    hsize_t ntc = 0;
+    hsize_t ntc = 0, nranks = 0; /* every timing holds one value per rank */
     c->metrics_cost = NAN;
     for (int j = 0; j < RP_T_COUNT; j++) {
         c->tmin[j] = c->tmed[j] = c->tmax[j] = NAN;
@@ -671,6 +681,17 @@ static void case_read_rows(hid_t g, rp_case *c)
             t = NULL;
             continue;
         }
+        if (nranks && dt[0] != nranks) {
+            char why[128];
+            snprintf(why, sizeof why, "has %llu values, the timings before it %llu (one "
+                                      "per rank)",
+                     (unsigned long long)dt[0], (unsigned long long)nranks);
+            set_problem(c, "%s %s", tn[j], why);
+            free(t);
+            free(tc);
+            goto cleanup;
+        }
+        nranks = dt[0];
         for (hsize_t r = 0; r < dt[0]; r++)
             if (!(isfinite(t[r]) && t[r] >= 0)) {
                 set_problem(c, "%s %s", tn[j], "has a negative or non-finite time");
@@ -689,15 +710,18 @@ static void case_read_rows(hid_t g, rp_case *c)
             int ok = 1;
             for (hsize_t r = 0; r < ntc; r++) {
                 ok = ok && isfinite(tc[r]) && tc[r] >= 0 && isfinite(t[r]) && t[r] >= 0;
-                on = tc[r] + t[r] > on ? tc[r] + t[r] : on;
                 off = tc[r] > off ? tc[r] : off;
             }
-            c->metrics_cost = ok && off > 0 ? on / off : NAN;
+            /* each term over off first: compute + metrics may overflow where neither does */
+            for (hsize_t r = 0; ok && off > 0 && r < ntc; r++)
+                on = tc[r] / off + t[r] / off > on ? tc[r] / off + t[r] / off : on;
+            c->metrics_cost = ok && off > 0 ? on : NAN;
         }
         qsort(t, dt[0], sizeof *t, cmp_double);
         c->tmin[j] = t[0];
         c->tmax[j] = t[dt[0] - 1];
-        c->tmed[j] = dt[0] % 2 ? t[dt[0] / 2] : 0.5 * (t[dt[0] / 2 - 1] + t[dt[0] / 2]);
+        c->tmed[j] = dt[0] % 2 ? t[dt[0] / 2]
+                               : t[dt[0] / 2 - 1] + 0.5 * (t[dt[0] / 2] - t[dt[0] / 2 - 1]);
         if (j != RP_T_METRICS) /* the attention's timings say how many ranks ran */
             c->timing_ranks = (int64_t)dt[0];
         free(t);

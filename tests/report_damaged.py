@@ -183,6 +183,37 @@ def main():
                  edit(CF + "/timing/total_s", first(np.nan)), CF,
                  r"timing/total_s has a negative or non-finite time")
 
+    # the attributes must say what the datasets hold (the bytes of K and V and the
+    # throughput come from the attributes): heads 1000 over rows of 1 head read 11662 %
+    # of the triad; and every timing holds one value per rank
+    skipped_case(work, exe, "heads-vs-rows", good, set_attr(CP, "heads", np.int64(1000)), CP,
+                 r"rows/entropy holds .*1.*16.*, the attributes heads and n_rows say .*1000.*16")
+    skipped_case(work, exe, "n_rows-vs-rows", good, set_attr(CF, "n_rows", np.int64(100)), CF,
+                 r"rows/entropy holds .*1.*128.*, the attributes heads and n_rows say .*1.*100")
+
+    def timing_values(case, name, values):
+        def d(f):
+            del f[case + "/timing/" + name]
+            f[case + "/timing/" + name] = np.asarray(values, np.float64)
+        return d
+    skipped_case(work, exe, "timing-count", good,
+                 timing_values(CF, "compute_s", np.ones(50)), CF,
+                 r"timing/compute_s has 50 values, the timings before it 1 \(one per rank\)")
+    # two ranks' times near the largest double: their median is not inf
+    path = os.path.join(work, "huge-times.h5")
+    shutil.copy(good, path)
+    with h5py.File(path, "r+") as f:
+        for name in list(f[CF + "/timing"]):
+            timing_values(CF, name, [1e308, 1e308])(f)
+    p = report(exe, path, os.path.join(work, "r-huge-times"))
+    md = open(os.path.join(work, "r-huge-times", "report.md")).read() \
+        if p.returncode == 0 else ""
+    if p.returncode != 0 or ours(p.stderr) or re.search(r"\binf\b", md):
+        failed.append(f"times of 1e308 on two ranks: exit {p.returncode}, stderr "
+                      f"{ours(p.stderr)}, inf in the report {bool(re.search(r'[^a-z]inf', md))}")
+    else:
+        print("ok   times of 1e308 on two ranks: no inf in the report")
+
     # no triad in /provenance: said so, not "nan"
     path = os.path.join(work, "no-triad.h5")
     shutil.copy(good, path)
