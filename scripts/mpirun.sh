@@ -7,6 +7,15 @@
 # (the status itself is passed on).
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "mpirun.sh: usage: scripts/mpirun.sh NRANKS program args..." >&2
+  exit 2
+fi
+if ! [[ $1 =~ ^[1-9][0-9]{0,5}$ ]]; then
+  # mpirun reads -n 0 as "every slot": a typo would run on every core
+  echo "mpirun.sh: NRANKS must be a whole number from 1, got '$1'" >&2
+  exit 2
+fi
 n=$1; shift
 flags=(--quiet)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)

@@ -213,6 +213,11 @@ file(WRITE ${RB_WORK}/rank1_study.ini "[study]\nheads = 1\n")
 file(WRITE ${RB_WORK}/rank1_cd.sh
   "cd ${RB_WORK}\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && cd ${RB_WORK}/rank1_elsewhere\nexec \"$@\"\n")
 rb_cli_error(rank1_only_config 2 "^ropebench: rank 1: .*rank1_study.ini" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_cd.sh ${RB_EXE} run --dry-run -q -c rank1_study.ini)
+# scripts/mpirun.sh: a rank count that is not a whole number >= 1 is refused (mpirun
+# read -n 0 as every slot), as is a missing program; one line, exit 2
+add_test(NAME cli_mpirun_sh_args COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpirun_sh_args.sh
+  ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh)
+set_tests_properties(cli_mpirun_sh_args PROPERTIES LABELS "cli")
 # values compared with a bound or another key are shown as written, not rounded by %g
 # onto what they are compared with
 rb_cli_error(factor_below_1_written 2 "scaling.factor = 0.99999999999: must be >= 1" ${R} --set scaling.factor=0.99999999999)
