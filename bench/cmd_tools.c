@@ -385,6 +385,16 @@ int rb_cmd_report(int argc, char **argv)
         fprintf(stderr, "ropebench: %s\n", err);
         return RB_EXIT_USAGE;
     }
+    /* a file beside itself (by another name, or a link) compares as equal in every
+     * figure: refused rather than shown as a comparison */
+    for (int i = optind; i < argc; i++)
+        for (int j = i + 1; j < argc; j++)
+            if (rb_cli_same_file(argv[i], argv[j]) == 1) {
+                fprintf(stderr, "ropebench: report: '%s' and '%s' are the same file; give "
+                                "different results files to compare\n",
+                        RB_ESC(argv[i]), RB_ESC(argv[j]));
+                return RB_EXIT_USAGE;
+            }
     if (nin > 1) {
         const int rc = rb_report_compare((const char *const *)argv + optind, nin, out, err,
                                          sizeof err);
