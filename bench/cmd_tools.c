@@ -178,7 +178,8 @@ int rb_cmd_freqs(int argc, char **argv)
             }
         }
     }
-    if (rb_config_load(&cfg, cfg_path, sets, n_sets, err, sizeof err)) {
+    if (rb_config_load_ex(&cfg, cfg_path, sets, n_sets, RB_CONFIG_SCHEDULE_ONLY, err,
+                          sizeof err)) {
         /* a value given by an option is checked as its config key: name the option too,
          * when the last of the settings of the key the error names came from it */
         const char *from = NULL;
@@ -226,7 +227,9 @@ int rb_cmd_freqs(int argc, char **argv)
     double inv[512], base_inv[512];
     rb_config_rope_params(&cfg, cfg.methods[0], L, &p);
     if (rb_rope_schedule(&p, inv, &info, err, sizeof err)) {
-        fprintf(stderr, "ropebench: %s\n", err);
+        /* at this command's seq_len (the study's lengths are not built here) */
+        fprintf(stderr, "ropebench: freqs: %s at seq_len %lld: %s\n",
+                rb_rope_method_name(cfg.methods[0]), (long long)L, err);
         code = RB_EXIT_USAGE;
         goto cleanup;
     }

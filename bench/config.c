@@ -897,6 +897,8 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         char *pth = trim(V("file", "path"));
         int uses_file = 0;
         for (int k = 0; k < c->n_datasets; k++) uses_file |= c->datasets[k] == RB_DATA_FILE;
+        if (c->load_flags & RB_CONFIG_SCHEDULE_ONLY)
+            uses_file = 0; /* read by no one: the path is kept, as given */
         if (strlen(pth) >= sizeof c->file_path)
             return rb_errf(err, errlen, RB_EINVAL, "file.path: longer than %zu characters",
                            sizeof c->file_path - 1);
@@ -916,7 +918,7 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
 #undef V
     /* every schedule the study will build, built once now: a combination the method
      * cannot take (ntk with rotary_dim 2, ...) stops the study before any work */
-    for (int mi = 0; mi < c->n_methods; mi++)
+    for (int mi = 0; mi < c->n_methods && !(c->load_flags & RB_CONFIG_SCHEDULE_ONLY); mi++)
         for (int w = 0; w < 2; w++) {
             const int64_t *l = w ? c->probe_lens : c->full_lens;
             const int nl = !c->modes[w ? RB_MODE_PROBE : RB_MODE_FULL] ? 0
@@ -1265,9 +1267,17 @@ static int open_config(const char *path, const char *shown, FILE **out, char *er
 int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_sets,
                    char *err, size_t errlen)
 {
+    return rb_config_load_ex(cfg, path, sets, n_sets, 0, err, errlen);
+}
+
+/* rb_config_load_ex: see rb_bench.h. */
+int rb_config_load_ex(rb_config *cfg, const char *path, char *const *sets, int n_sets,
+                      unsigned flags, char *err, size_t errlen)
+{
     rb_ini_ctx ctx;
     int rc = RB_OK;
     memset(cfg, 0, sizeof *cfg);
+    cfg->load_flags = flags;
     memset(&ctx, 0, sizeof ctx);
     ctx.err = err;
     ctx.errlen = errlen;

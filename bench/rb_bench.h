@@ -46,6 +46,7 @@ typedef struct {
     /* [study] */
     int n_full_lens, n_probe_lens;
     int probe_from_full; /* probe_lens copied from seq_lens (probe_seq_lens empty) */
+    unsigned load_flags; /* RB_CONFIG_* given to rb_config_load_ex */
     int64_t full_lens[RB_MAX_LIST], probe_lens[RB_MAX_LIST];
     int modes[2];            /* modes[RB_MODE_FULL], modes[RB_MODE_PROBE]: enabled? */
     int heads;
@@ -98,6 +99,13 @@ typedef struct {
  * *cfg is then empty. Free with rb_config_free. Does no MPI and no big allocation. */
 int rb_config_load(rb_config *cfg, const char *path, char *const *sets, int n_sets,
                    char *err, size_t errlen);
+/* rb_config_load_ex: rb_config_load with flags. RB_CONFIG_SCHEDULE_ONLY is for a caller
+ * that only builds schedules (freqs): the study's input (file.path) is not checked for
+ * reading, and the schedules are not built at the study's lengths (the caller builds
+ * its own at its own length), so a study file from another machine still reads. */
+#define RB_CONFIG_SCHEDULE_ONLY 1u
+int rb_config_load_ex(rb_config *cfg, const char *path, char *const *sets, int n_sets,
+                      unsigned flags, char *err, size_t errlen);
 void rb_config_free(rb_config *cfg);
 
 /* rb_config_text_differs: whether two rendered studies (rb_config.text, a results

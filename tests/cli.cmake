@@ -221,6 +221,14 @@ set_tests_properties(cli_mpirun_sh_args PROPERTIES LABELS "cli")
 # report A B where B is A by another name: refused, not a comparison of equal figures
 rb_cli_error(report_same_file 2 "^ropebench: report: '.*small_np1.h5' and '.*/\\./small_np1.h5' are the same file" ${RB_EXE} report ${RB_WORK}/small_np1.h5 ${RB_WORK}/./small_np1.h5 -o ${RB_WORK}/same-file-report)
 set_tests_properties(cli_error_report_same_file PROPERTIES FIXTURES_REQUIRED small_np1)
+# freqs builds its schedule at its own seq_len, and reads no study input: an error names
+# that length (it named the study's 4096), and a study whose file.path is not on this
+# machine still gives its table
+rb_cli_error(freqs_ntk_dim2 2 "^ropebench: freqs: ntk at seq_len 100: rotary_dim: must be > 2 for method ntk" ${RB_EXE} freqs -m ntk --head-dim 2 --seq-len 100)
+file(WRITE ${RB_WORK}/freqs_file_study.ini "[study]\ndatasets = file\n[file]\npath = /nonexistent/qkv.h5\n")
+rb_add_test(NAME cli_freqs_study_file_elsewhere COMMAND ${RB_EXE} freqs -c ${RB_WORK}/freqs_file_study.ini -m yarn)
+set_tests_properties(cli_freqs_study_file_elsewhere PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "correction range \\[20, 46\\]")
 # values compared with a bound or another key are shown as written, not rounded by %g
 # onto what they are compared with
 rb_cli_error(factor_below_1_written 2 "scaling.factor = 0.99999999999: must be >= 1" ${R} --set scaling.factor=0.99999999999)
