@@ -162,6 +162,12 @@ void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
  * v may be NULL where the variant says so (rb_kernel_ops.v_optional): the softmax state
  * (m, l, u, hence lse and entropy) is then updated exactly as with any v, and acc is
  * not accumulated (its values are unspecified), for callers that need no outputs.
+ * Inputs are taken to be finite. A key whose score is -inf (weight 0) changes nothing.
+ * Range: the reference forms scores in double and takes any finite score; the fp32
+ * variants (blas, avx512, avx512_bf16) form them in float and scale them by
+ * scale * log2(e) there, so they need |s| * 1.4427 below FLT_MAX (|s| < ~2.3e38):
+ * past it a row may read NaN entropy or as having seen no key. The study never comes
+ * near (the file dataset refuses inputs whose scores would leave float's range).
  * nq == 0 or nk == 0 is a no-op. Returns 0, or RB_ENOMEM. */
 typedef int (*rb_attn_tile_fn)(const float *q, const int64_t *q_pos, int64_t nq,
                                const float *k, const float *v, const int64_t *k_pos,
