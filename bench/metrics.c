@@ -723,7 +723,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int i = 0; i < nb; i++) {
             const double n = m->count[i];
             cc[i] = n > 0 ? m->sum_s[i] / n : NAN;
-            dd[i] = n > 1 ? sqrt(fmax(0.0, m->sum_s2[i] / n - cc[i] * cc[i])) : NAN;
+            /* population std: 0 for a bin of one pair (it was NaN, unlike
+             * entropy/by_position's std), NaN for an empty bin */
+            dd[i] = n > 0 ? sqrt(fmax(0.0, m->sum_s2[i] / n - cc[i] * cc[i])) : NAN;
         }
         TRY(put1(res, g, "count", m->count, nb, err, errlen));
         TRY(put1(res, g, "mean_score", cc, nb, err, errlen));

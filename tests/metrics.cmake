@@ -29,6 +29,20 @@ rb_add_test(NAME metrics_entropy_err_heads_ranks COMMAND ${RB_PYTHON}
 set_tests_properties(metrics_entropy_err_heads_ranks PROPERTIES
   FIXTURES_REQUIRED "entropy_err_heads_np1;entropy_err_heads_np2")
 
+# bins that hold one (row, key) pair (fine bins on a short probe): their std_score is 0,
+# as a population std of one value is (it was NaN), checked by the oracle
+rb_add_mpi_test(NAME e2e_decay_single_pair_bins NP 1 COMMAND ${RB_EXE} run -q --dump-inputs
+  --set study.modes=probe --set study.probe_seq_lens=64 --set study.probe_rows=9
+  --set model.head_dim=16 --set model.original_ctx=16 --set scaling.methods=none
+  --set metrics.distance_bins=1024 --set study.datasets=gaussian
+  -o ${RB_MW}/decay_single_pair_bins.h5)
+set_tests_properties(e2e_decay_single_pair_bins PROPERTIES FIXTURES_SETUP decay_single_pair_bins)
+set_property(TEST e2e_decay_single_pair_bins APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
+rb_add_test(NAME metrics_oracle_single_pair_bins COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/decay_single_pair_bins.h5)
+set_tests_properties(metrics_oracle_single_pair_bins PROPERTIES
+  FIXTURES_REQUIRED decay_single_pair_bins)
+
 # YaRN's attention factor lowering the entropy of every row (metric 3), with the factor
 # on and off in one study: e2e_attention_factor_list (tests/cli.cmake)
 

@@ -449,7 +449,7 @@ def case(name, c):
     with np.errstate(invalid="ignore", divide="ignore"):
         m = ssum / count
         check(f"{name} decay mean_score", g["mean_score"][()], m, 1e-5)
-        sdv = np.where(count > 1, np.sqrt(np.maximum(ssum2 / count - m * m, 0)), np.nan)
+        sdv = np.where(count > 0, np.sqrt(np.maximum(ssum2 / count - m * m, 0)), np.nan)
         check(f"{name} decay std_score", g["std_score"][()], sdv, 1e-4)
         check(f"{name} pair_share", c["pair_share/share"][()], snum / sden[:, None], 1e-5)
     if needles:
