@@ -1546,14 +1546,12 @@ int rb_cmd_run(int argc, char **argv)
         goto cleanup;
     }
     /* the notes on keys the study sets but does not use, once every check of the input
-     * has passed: a refused run says one line, its reason */
-    for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
-        fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
+     * has passed (a refused run says one line, its reason): here for --dry-run, below
+     * once the results file is open (--resume can still refuse it) */
     r.n_cases = count_cases(&cfg);
-    if (r.rank == 0 && !r.quiet && !dry)
-        fprintf(stderr, "ropebench: kernel %s: %s (%s)\n", r.ops.name, r.ops.detail,
-                kernel_why ? kernel_why : "");
     if (dry) {
+        for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
+            fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
         if (r.rank == 0) print_cases(&cfg, r.nranks);
         goto cleanup;
     }
@@ -1632,6 +1630,11 @@ int rb_cmd_run(int argc, char **argv)
                                                                          : RB_EXIT_FAIL;
         goto cleanup;
     }
+    for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)
+        fprintf(stderr, "ropebench: %s\n", cfg.notes[k]);
+    if (r.rank == 0 && !r.quiet)
+        fprintf(stderr, "ropebench: kernel %s: %s (%s)\n", r.ops.name, r.ops.detail,
+                kernel_why ? kernel_why : "");
     /* reopened: its finished cases are there; made new or in place: unreadable until
      * its first flush (staged: still RB_STOP_STAGED) */
     if (reopened || !r.staged)

@@ -81,6 +81,15 @@ rb_add_test(NAME cli_unused_note_refused COMMAND ${R} --set study.modes=probe
   --set study.seq_lens=64 --set study.probe_seq_lens=64 --set study.probe_positions=64)
 set_tests_properties(cli_unused_note_refused PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "study.probe_positions: 64 is outside a sequence of 64 tokens")
+# the same for a --resume refused once the ranks are up (another study in the file)
+rb_add_test(NAME cli_unused_note_resume_refused COMMAND sh -c
+  "cp \"$0\" \"$1\" && shift && exec \"$@\""
+  ${RB_WORK}/small_np1.h5 ${RB_WORK}/note-resume.h5 ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q
+  -c ${RB_SMALL} --set needle.strength=2 --set study.datasets=gaussian --resume
+  -o ${RB_WORK}/note-resume.h5)
+set_tests_properties(cli_unused_note_resume_refused PROPERTIES LABELS "cli"
+  FIXTURES_REQUIRED small_np1 FAIL_REGULAR_EXPRESSION "note:"
+  PASS_REGULAR_EXPRESSION "--resume: the file was written by a different study")
 rb_add_test(NAME cli_unused_note_default COMMAND ${R})
 set_tests_properties(cli_unused_note_default PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "# ropebench resolved study")
