@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mpirun.sh — mpirun with the flags this machine needs: --allow-run-as-root as root,
-# --oversubscribe when ranks exceed cores, ROMIO for MPI-IO (Open MPI 4.1's ompio has
+# --oversubscribe (Open MPI counts physical cores as slots: on a VM whose 2 CPUs are one
+# core's two hardware threads, 2 ranks failed, and --quiet hid why), ROMIO for MPI-IO (Open MPI 4.1's ompio has
 # hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
 # a single-threaded OpenBLAS pool (the kernels thread with OpenMP), and --quiet, so that
 # a rank's one-line error is not followed by Open MPI's banners about the exit status
@@ -19,7 +20,7 @@ fi
 n=$1; shift
 flags=(--quiet)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
-[ "$n" -gt "$(nproc)" ] && flags+=(--oversubscribe)
+flags+=(--oversubscribe)
 export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}

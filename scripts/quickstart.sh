@@ -4,10 +4,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(realpath -m "${1:-$root/out}")
+# the output directory first: a bad OUTDIR fails now, not after the build
+mkdir -p "$out" || { echo "quickstart: cannot create OUTDIR $out" >&2; exit 2; }
 "$root/scripts/setup.sh"
 cmake --preset default -S "$root" >/dev/null
 cmake --build "$root/build/default" -j"$(nproc)" --target ropebench
-mkdir -p "$out"
 start=$(date +%s)
 "$root/scripts/mpirun.sh" 2 "$root/build/default/ropebench" run -o "$out/results.h5"
 "$root/build/default/ropebench" report "$out/results.h5" -o "$out/report" >/dev/null

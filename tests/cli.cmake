@@ -220,7 +220,7 @@ rb_cli_error(rank1_only_isa 2 "^ropebench: rank 1: ROPEBENCH_ISA=bogus: unknown 
 file(MAKE_DIRECTORY ${RB_WORK}/rank1_elsewhere)
 file(WRITE ${RB_WORK}/rank1_study.ini "[study]\nheads = 1\n")
 file(WRITE ${RB_WORK}/rank1_cd.sh
-  "cd ${RB_WORK}\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && cd ${RB_WORK}/rank1_elsewhere\nexec \"$@\"\n")
+  "cd '${RB_WORK}'\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && cd '${RB_WORK}/rank1_elsewhere'\nexec \"$@\"\n")
 rb_cli_error(rank1_only_config 2 "^ropebench: rank 1: .*rank1_study.ini" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_cd.sh ${RB_EXE} run --dry-run -q -c rank1_study.ini)
 # scripts/mpirun.sh: a rank count that is not a whole number >= 1 is refused (mpirun
 # read -n 0 as every slot), as is a missing program; one line, exit 2
