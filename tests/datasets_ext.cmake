@@ -43,6 +43,8 @@ function(rb_file_error name regex)
 endfunction()
 rb_file_error(wrong_rank "wrong_rank.h5: dataset k has rank 2 \\(shape \\[500\\]\\[32\\]\\), expected 3"
   ${_run} --set file.path=${RB_DF_WORK}/wrong_rank.h5)
+rb_file_error(null_k "null_k.h5: dataset k has rank 0 \\(shape empty: no data\\), expected 3"
+  ${_run} --set file.path=${RB_DF_WORK}/null_k.h5)
 rb_file_error(int32 "int32.h5: dataset k has type int32, expected float32 or float16"
   ${_run} --set file.path=${RB_DF_WORK}/int32.h5)
 rb_file_error(short "short.h5: dataset k has shape \\[3\\]\\[100\\]\\[32\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
@@ -160,6 +162,18 @@ rb_add_test(NAME dataset_file_run_colon_nfs TIMEOUT 240 COMMAND ${RB_PYTHON} ${R
   --dump-inputs -o nfs:out.h5)
 set_tests_properties(dataset_file_run_colon_nfs PROPERTIES WORKING_DIRECTORY ${RB_DF_WORK}
   FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
+
+# a chunked k partly written (chunks never allocated read as the fill value, 0, as h5py
+# reads them), plain, gzip, and one head never written: the run's inputs are the file's
+foreach(pf partial partial_gzip partial_head)
+  set(_res ${RB_DF_WORK}/run_${pf}.h5)
+  rb_add_test(NAME dataset_file_run_${pf} TIMEOUT 240 COMMAND ${RB_PYTHON} ${RB_DF} run
+    ${RB_DF_WORK}/${pf}.h5 ${_res} -- ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q
+    -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set scaling.methods=none
+    --set study.datasets=file --set file.path=${RB_DF_WORK}/${pf}.h5 --dump-inputs -o ${_res})
+  set_tests_properties(dataset_file_run_${pf} PROPERTIES
+    FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
+endforeach()
 
 # end to end on 2 ranks: the study's pre-RoPE inputs are the file's rows (float32 and
 # float16), beside a spectral case
