@@ -329,6 +329,42 @@ static void write_missing(FILE *o, const rp_file *fs, size_t n, int html)
         fprintf(o, "</table>\n");
 }
 
+/* shape_differs: 1 and what differs (into why: "n_rows differs between A and B") when
+ * the runs of case cs[0..n) are not the same problem -- seq_len, heads, head_dim or
+ * n_rows (probe rows) --, so that setting their figures side by side compares apples
+ * with pears; 0 otherwise. */
+static int shape_differs(size_t n, const rp_case **cs, char *why, size_t len)
+{
+    for (size_t i = 1; i < n; i++) {
+        const rp_case *a = cs[0], *c = cs[i];
+        const char *what = a->seq_len != c->seq_len       ? "seq_len"
+                           : a->heads != c->heads         ? "heads"
+                           : a->head_dim != c->head_dim   ? "head_dim"
+                           : a->n_rows != c->n_rows       ? "n_rows"
+                                                          : NULL;
+        if (what) {
+            char la[8], lc[8];
+            label(la, sizeof la, 0);
+            label(lc, sizeof lc, i);
+            snprintf(why, len, "%s differs between %s and %s", what, la, lc);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* case_cell: the case's name, with what makes its runs different problems (shape_differs)
+ * after it, so that no table sets such figures side by side as comparable. */
+static void case_cell(FILE *o, int html, size_t n, const rp_case **cs)
+{
+    char why[96], nm[400];
+    if (shape_differs(n, cs, why, sizeof why))
+        snprintf(nm, sizeof nm, "%s (not comparable: %s)", cs[0]->name, why);
+    else
+        snprintf(nm, sizeof nm, "%s", cs[0]->name);
+    rp_cell_text(o, html, nm);
+}
+
 /* Throughput of the cases complete in every file: GFLOP/s and % of each run's own FMA
  * peak, and each file's GFLOP/s over A's. */
 static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
@@ -353,7 +389,7 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         if (!common_case(fs, n, k, cs))
             continue;
         fprintf(o, html ? "<tr>" : "|");
-        rp_cell_text(o, html, cs[0]->name);
+        case_cell(o, html, n, cs);
         rp_tput ta;
         rp_case_tput(&fs[0], cs[0], &ta);
         for (size_t i = 0; i < n; i++) {
@@ -396,7 +432,7 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         if (!common_case(fs, n, k, cs))
             continue;
         fprintf(o, html ? "<tr>" : "|");
-        rp_cell_text(o, html, cs[0]->name);
+        case_cell(o, html, n, cs);
         double de = 0, dl = 0;
         for (size_t i = 0; i < n; i++) {
             rp_cell_num(o, html, cs[i]->mean_entropy, "%.9g");
@@ -472,35 +508,51 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
 }
 
 /* scaling_mismatch: 1 and what differs (into why) when the runs of case cs[0..n) differ
- * in more than their rank count -- the shape, kernel, dtype, layout or threads per rank
- * of the case, or the CPU of the file -- so that a fit of T(N) across them would mix
- * other effects into what it calls scaling; 0 when only the ranks may differ. */
+ * in more than their rank count -- the shape (shape_differs), kernel, dtype, layout or
+ * threads per rank of the case, or the CPU of the files (compared among all the files
+ * that record it; one that does not, beside one that does, is a mismatch too) -- so
+ * that a fit of T(N) across them would mix other effects into what it calls scaling;
+ * 0 when only the ranks may differ. */
 static int scaling_mismatch(const rp_file *fs, size_t n, const rp_case **cs, char *why,
                             size_t len)
 {
+    if (shape_differs(n, cs, why, len))
+        return 1;
+    char la[8], lc[8];
     for (size_t i = 1; i < n; i++) {
         const rp_case *a = cs[0], *c = cs[i];
-        const char *what = a->seq_len != c->seq_len       ? "seq_len"
-                           : a->heads != c->heads         ? "heads"
-                           : a->head_dim != c->head_dim   ? "head_dim"
-                           : a->n_rows != c->n_rows       ? "n_rows"
-                           : strcmp(a->kernel, c->kernel) ? "kernel"
-                           : strcmp(a->dtype, c->dtype)   ? "dtype"
+        const char *what = strcmp(a->kernel, c->kernel)           ? "kernel"
+                           : strcmp(a->dtype, c->dtype)           ? "dtype"
                            : strcmp(a->shard_layout, c->shard_layout) ? "shard_layout"
-                           : a->threads != c->threads     ? "threads per rank"
-                                                          : NULL;
-        const char *ca = rp_attr_get(&fs[0].prov, "cpu_model"),
-                   *cc = rp_attr_get(&fs[i].prov, "cpu_model");
-        if (!what && ca && cc && strcmp(ca, cc))
-            what = "CPU";
+                           : a->threads != c->threads             ? "threads per rank"
+                                                                  : NULL;
         if (what) {
-            char la[8], lc[8];
             label(la, sizeof la, 0);
             label(lc, sizeof lc, i);
             snprintf(why, len, "%s differs between %s and %s", what, la, lc);
             return 1;
         }
     }
+    size_t ref = n;
+    for (size_t i = 0; i < n; i++) {
+        const char *c = rp_attr_get(&fs[i].prov, "cpu_model");
+        if (!c)
+            continue;
+        if (ref == n) {
+            ref = i;
+        } else if (strcmp(rp_attr_get(&fs[ref].prov, "cpu_model"), c) != 0) {
+            label(la, sizeof la, ref);
+            label(lc, sizeof lc, i);
+            snprintf(why, len, "CPU differs between %s and %s", la, lc);
+            return 1;
+        }
+    }
+    for (size_t i = 0; ref < n && i < n; i++)
+        if (!rp_attr_get(&fs[i].prov, "cpu_model")) {
+            label(lc, sizeof lc, i);
+            snprintf(why, len, "no CPU recorded in %s", lc);
+            return 1;
+        }
     return 0;
 }
 
@@ -516,13 +568,32 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
     int heading_done = 0;
     char skipped[1024] = "";
     size_t nskipped = 0;
+    /* whether the files' cases ran on two rank counts or more: the section exists */
+    int spans = 0;
+    for (size_t k = 0; k < fs[0].ncases && !spans; k++) {
+        const rp_case *cs[RB_COMPARE_MAX];
+        for (size_t i = 1; i < n && common_case(fs, n, k, cs); i++)
+            spans |= cs[i]->timing_ranks > 0 && cs[0]->timing_ranks > 0 &&
+                     cs[i]->timing_ranks != cs[0]->timing_ranks;
+    }
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
-        int all = common_case(fs, n, k, cs);
-        for (size_t i = 0; i < n && all; i++)
-            all = cs[i]->timing_ranks > 0 && cs[i]->tmax[RP_T_TOTAL] > 0;
-        if (!all)
+        if (!common_case(fs, n, k, cs))
             continue;
+        /* a time of 0 (or none) cannot be fitted: said, not dropped without a word */
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (!(cs[i]->timing_ranks > 0 && cs[i]->tmax[RP_T_TOTAL] > 0))
+                bad = i;
+        if (bad < n) {
+            const size_t len = strlen(skipped);
+            char lb[8];
+            label(lb, sizeof lb, bad);
+            if (spans && nskipped++ < 4)
+                snprintf(skipped + len, sizeof skipped - len, "%s%s (no total time above 0 "
+                         "in %s)", len ? "; " : "", cs[0]->name, lb);
+            continue;
+        }
         int64_t nmin = cs[0]->timing_ranks, nmax = nmin;
         size_t imin = 0, imax = 0;
         double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -556,17 +627,32 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
          * with more ranks; noisy runs can make a free fit say so) */
         const double m = (double)n, var = sxx - sx * sx / m;
         double b = (sxy - sx * sy / m) / var, a = (sy - b * sx) / m;
+        /* held: marked only past rounding (an exact a = 0 came out as -7e-16) */
+        const double tol = 1e-9 * sy / m;
         int bounded = 0;
         if (a < 0) {
+            bounded = a < -tol;
             a = 0;
             b = sxy / sxx;
-            bounded = 1;
         }
         if (b < 0) {
+            bounded |= b < -tol;
             b = 0;
             a = sy / m;
-            bounded = 1;
         }
+        /* how well the model fits: rms residual over the mean time (0 with two rank
+         * counts, where the line passes through both) */
+        double ss = 0;
+        int nranks_seen = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double r = cs[i]->tmax[RP_T_TOTAL] - a - b / (double)cs[i]->timing_ranks;
+            ss += r * r;
+            int seen = 0;
+            for (size_t j = 0; j < i; j++)
+                seen |= cs[j]->timing_ranks == cs[i]->timing_ranks;
+            nranks_seen += !seen;
+        }
+        const double resid = sqrt(ss / m) / (sy / m);
         if (!heading_done++) {
             heading(o, html, "Scaling across rank counts (a model)");
             para(o, html,
@@ -576,11 +662,16 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
                  "predicts at 4 × N_max (a and b held at 0 or above: a case where the free "
                  "fit went below is marked). A model of these runs on this kind of machine "
                  "only: a is what more ranks do not shrink (communication, imbalance, serial "
-                 "work), and a cluster's network and topology change it. A case whose runs "
-                 "differ in more than the rank count is not fitted (named below).");
+                 "work), and a cluster's network and topology change it. The rms residual "
+                 "(% of the mean time) says how well T(N) = a + b/N fits the runs; with two "
+                 "rank counts the line passes through both, so it is 0 and says nothing of "
+                 "the prediction's error (\"2 rank counts\"). A case whose runs differ in "
+                 "more than the rank count, or lack a total time, is not fitted (named "
+                 "below).");
             static const char *cols[] = {"case", "N: total s", "efficiency N_max vs N_min",
-                                         "a, s", "b, s", "predicted s at 4 × N_max"};
-            rp_table_head(o, html, cols, 6);
+                                         "a, s", "b, s", "rms residual, % of mean",
+                                         "predicted s at 4 × N_max"};
+            rp_table_head(o, html, cols, 7);
         }
         char runs[512] = "";
         for (size_t i = 0; i < n; i++) {
@@ -598,6 +689,10 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
         rp_cell_num(o, html, eff, "%.3f");
         rp_cell_num(o, html, a, "%.4g");
         rp_cell_num(o, html, b, "%.4g");
+        if (nranks_seen < 3)
+            rp_cell_text(o, html, "2 rank counts");
+        else
+            rp_cell_num(o, html, 100.0 * resid, "%.3g");
         rp_cell_num(o, html, a + b / (4.0 * (double)nmax), "%.4g");
         fprintf(o, html ? "</tr>\n" : "\n");
     }
@@ -608,7 +703,8 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
             heading(o, html, "Scaling across rank counts (a model)");
         char b[1400];
         snprintf(b, sizeof b, "Not fitted: %zu case(s) whose runs differ in more than the rank "
-                              "count, so that a fit would call those differences scaling: %s%s.",
+                              "count (a fit would call those differences scaling) or lack a "
+                              "total time: %s%s.",
                  nskipped, skipped, nskipped > 4 ? "; …" : "");
         /* case names are the file's text: escaped */
         fprintf(o, html ? "<p>" : heading_done ? "\n" : "");
