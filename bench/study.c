@@ -245,6 +245,7 @@ static int launcher_rank(void)
     const char *v = getenv("OMPI_COMM_WORLD_RANK");
     if (!v) v = getenv("PMIX_RANK");
     if (!v) v = getenv("PMI_RANK");
+    if (!v) v = getenv("SLURM_PROCID");
     return v ? atoi(v) : 0;
 }
 
@@ -252,9 +253,14 @@ static int launcher_rank(void)
  * MPI); 1 when not launched by one. */
 static int launcher_size(void)
 {
-    const char *v = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!v) v = getenv("PMI_SIZE");
-    return v && atoi(v) > 1 ? atoi(v) : 1;
+    static int size = 0; /* read once: every call, before and after MPI_Init, agrees */
+    if (!size) {
+        const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+        if (!v) v = getenv("PMI_SIZE");
+        if (!v && getenv("SLURM_PROCID")) v = getenv("SLURM_NTASKS"); /* srun */
+        size = v && atoi(v) > 1 ? atoi(v) : 1;
+    }
+    return size;
 }
 
 /* agree_refusal: the input checks made before MPI_Init can fail on some ranks only (a
@@ -283,12 +289,21 @@ static int agree_refusal(int failed, const char *err, MPI_Comm comm)
  * or one rank), rank 0 prints it; under a launcher of 2+ ranks MPI is started (*mpi_up
  * set, so the caller's cleanup finalizes it) and agree_refusal meets the other ranks,
  * which call it right after their own MPI_Init. Unless the file-size limit is below
- * what MPI_Init needs: then this rank says so itself, and the launcher ends the job. */
+ * what MPI_Init needs: then this rank prints its line itself (naming itself unless it
+ * is rank 0), and the launcher ends the job. */
 static void refuse_early(const char *err, int *argc, char ***argv, int *mpi_up)
 {
     char fe[512];
-    if (launcher_size() <= 1 || rb_cli_fsize_floor(fe, sizeof fe) != RB_OK) {
+    if (launcher_size() <= 1) {
         if (launcher_rank() == 0) fprintf(stderr, "ropebench: %s\n", err);
+        return;
+    }
+    if (rb_cli_fsize_floor(fe, sizeof fe) != RB_OK) { /* no MPI: each such rank speaks */
+        const int me = launcher_rank();
+        if (me == 0)
+            fprintf(stderr, "ropebench: %s\n", err);
+        else
+            fprintf(stderr, "ropebench: rank %d: %s\n", me, err);
         return;
     }
     MPI_Init(argc, argv);
@@ -1143,8 +1158,11 @@ static int resume_check(rb_run *r, const char *path)
     }
     free(text);
     text = NULL;
-    char id[PATH_MAX + 128];
-    file_identity(r->cfg, id, sizeof id);
+    /* rank 0's input against rank 0's record: other ranks may read their own copies
+     * (node-local paths), whose times differ */
+    char id[PATH_MAX + 128] = "";
+    if (r->rank == 0)
+        file_identity(r->cfg, id, sizeof id);
     rc = rb_results_peek_str(path, "dataset_file_id", &text, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
     if (rc == 1 && id[0] && strcmp(text, id) != 0) {
@@ -1673,8 +1691,8 @@ int rb_cmd_run(int argc, char **argv)
                 fprintf(stderr, "ropebench: %s no longer exists\n", out_path);
             else if (r.res && rb_results_names_it(r.res, out_path) == 0)
                 fprintf(stderr, "ropebench: %s is no longer the file this run wrote "
-                                "(replaced or renamed while it ran): the %d case(s) it "
-                                "finished went with that file\n",
+                                "(replaced or renamed while it ran): the %d finished "
+                                "case(s) it held went with that file\n",
                         out_path, r.n_kept);
             else if (r.n_kept > 0)
                 fprintf(stderr,

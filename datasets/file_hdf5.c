@@ -326,6 +326,12 @@ static int open_file(rb_dataset_source *s, char *err, size_t errlen)
             partial = 1;
     }
     H5Eclear2(H5E_DEFAULT);
+    { /* one transfer mode for all: a rank reading independently beside collective
+       * readers would hang them */
+        int any = partial;
+        MPI_Allreduce(&partial, &any, 1, MPI_INT, MPI_MAX, s->comm);
+        partial = any;
+    }
     s->dxpl = H5Pcreate(H5P_DATASET_XFER);
     if (s->dxpl < 0 ||
         H5Pset_dxpl_mpio(s->dxpl, partial ? H5FD_MPIO_INDEPENDENT : H5FD_MPIO_COLLECTIVE) < 0)

@@ -643,14 +643,9 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
         /* how well the model fits: rms residual over the mean time (0 with two rank
          * counts, where the line passes through both) */
         double ss = 0;
-        int nranks_seen = 0;
         for (size_t i = 0; i < n; i++) {
             const double r = cs[i]->tmax[RP_T_TOTAL] - a - b / (double)cs[i]->timing_ranks;
             ss += r * r;
-            int seen = 0;
-            for (size_t j = 0; j < i; j++)
-                seen |= cs[j]->timing_ranks == cs[i]->timing_ranks;
-            nranks_seen += !seen;
         }
         const double resid = sqrt(ss / m) / (sy / m);
         if (!heading_done++) {
@@ -664,8 +659,8 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
                  "only: a is what more ranks do not shrink (communication, imbalance, serial "
                  "work), and a cluster's network and topology change it. The rms residual "
                  "(% of the mean time) says how well T(N) = a + b/N fits the runs; with two "
-                 "rank counts the line passes through both, so it is 0 and says nothing of "
-                 "the prediction's error (\"2 rank counts\"). A case whose runs differ in "
+                 "files on two rank counts the line passes through both, so it is 0 and says "
+                 "nothing of the prediction's error (\"2 rank counts\"). A case whose runs differ in "
                  "more than the rank count, or lack a total time, is not fitted (named "
                  "below).");
             static const char *cols[] = {"case", "N: total s", "efficiency N_max vs N_min",
@@ -689,7 +684,7 @@ static void write_scaling(FILE *o, const rp_file *fs, size_t n, int html)
         rp_cell_num(o, html, eff, "%.3f");
         rp_cell_num(o, html, a, "%.4g");
         rp_cell_num(o, html, b, "%.4g");
-        if (nranks_seen < 3)
+        if (n == 2 && !bounded) /* the line through both points: residual 0 by construction */
             rp_cell_text(o, html, "2 rank counts");
         else
             rp_cell_num(o, html, 100.0 * resid, "%.3g");

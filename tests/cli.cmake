@@ -217,6 +217,11 @@ rb_cli_error(set_section_long 2 "unknown key \\(name too long\\)$" ${R} "--set=m
 file(WRITE ${RB_WORK}/rank1_isa.sh
   "[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && export ROPEBENCH_ISA=bogus\nexec \"$@\"\n")
 rb_cli_error(rank1_only_isa 2 "^ropebench: rank 1: ROPEBENCH_ISA=bogus: unknown kernel" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_isa.sh ${RB_EXE} run --dry-run -q)
+# the same where rank 1 also has a file-size limit below what MPI_Init needs: it cannot
+# start MPI to agree, so it says its line itself
+file(WRITE ${RB_WORK}/rank1_isa_fsize.sh
+  "[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && ulimit -f 8192 && export ROPEBENCH_ISA=bogus\nexec \"$@\"\n")
+rb_cli_error(rank1_only_isa_fsize 2 "^ropebench: rank 1: ROPEBENCH_ISA=bogus: unknown kernel" ${RB_MPIEXEC_CMD} 2 sh ${RB_WORK}/rank1_isa_fsize.sh ${RB_EXE} run --dry-run -q)
 file(MAKE_DIRECTORY ${RB_WORK}/rank1_elsewhere)
 file(WRITE ${RB_WORK}/rank1_study.ini "[study]\nheads = 1\n")
 file(WRITE ${RB_WORK}/rank1_cd.sh

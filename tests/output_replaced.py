@@ -51,7 +51,7 @@ def main():
     if rc != 1:
         failed.append(f"exit {rc}, expected 1")
     if "is no longer the file this run wrote" not in err or \
-            "the 1 case(s) it finished went with that file" not in err:
+            "the 1 finished case(s) it held went with that file" not in err:
         failed.append(f"no line saying the finished case went with the replaced file: {err!r}")
     if "stay readable" in err:
         failed.append(f"says the finished cases stay readable in the replaced path: {err!r}")

@@ -72,6 +72,34 @@ def main():
                       f"{other.stderr.strip()!r}")
     if hashlib.sha256(open(out, "rb").read()).hexdigest() != before:
         failed.append("the refused --resume changed the results file")
+
+    # each rank reading its own copy (node-local paths: rank 1 in another directory,
+    # its copy made later, so its time differs): resumed, rank 0's input being the one
+    # recorded (every rank compared its own with rank 0's record, and refused)
+    d0, d1 = os.path.join(work, "node0"), os.path.join(work, "node1")
+    for d in (d0, d1):
+        os.makedirs(d, exist_ok=True)
+    write_input(os.path.join(d0, "qkv.h5"), 3)
+    with open(os.path.join(d0, "qkv.h5"), "rb") as s_, \
+            open(os.path.join(d1, "qkv.h5"), "wb") as d_:
+        d_.write(s_.read())
+    os.utime(os.path.join(d1, "qkv.h5"), (1e9, 1e9))
+    wrap = os.path.join(work, "node_dir.sh")
+    with open(wrap, "w") as f:
+        f.write(f"cd '{d0}'\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && cd '{d1}'\n"
+                "exec \"$@\"\n")
+    out2 = os.path.join(work, "res-nodes.h5")
+    if os.path.exists(out2):
+        os.remove(out2)
+    nodes = [x if x != f"file.path={inp}" else "file.path=qkv.h5" for x in run]
+    nodes = [x if x != out else out2 for x in nodes]
+    nodes = nodes[:len(mpi) + 1] + ["sh", wrap] + nodes[len(mpi) + 1:]
+    a = subprocess.run(nodes, env=dict(os.environ, ROPEBENCH_TEST_ABORT_AFTER="1"),
+                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(nodes + ["--resume"], capture_output=True, text=True, timeout=300)
+    if a.returncode == 0 or r.returncode != 0:
+        failed.append(f"node-local copies: interrupted run exit {a.returncode}, --resume "
+                      f"exit {r.returncode}, {r.stderr.strip()!r}")
     for x in failed:
         print("FAIL:", x)
     print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")

@@ -252,8 +252,12 @@ def main():
     e2b = variant(os.path.join(work, "e2b.h5"), a, 2, 0.8)
     e4 = variant(os.path.join(work, "e4.h5"), a, 4, 0.35)
     _, sec = scaling_section([e2a, e2b, e4], "exact-a0")
+    a_, b_, r_ = fit([2, 2, 4], [0.6, 0.8, 0.35])
     if "fit held" in sec or f"| {scaled} |" not in sec:
         fail(f"exact a = 0: marked as held or missing: {sec[:600]!r}")
+    # three files on two rank counts: the residual is shown, not "2 rank counts"
+    if f"| {100 * r_:.3g} |" not in sec or "| 2 rank counts |" in sec:
+        fail(f"3 files on 2 rank counts: residual {100 * r_:.3g} % not shown: {sec[-400:]!r}")
     # A records no CPU, B and C different ones: not fitted, B and C named
     def cpu(name):
         return lambda f: f["provenance"].attrs.__setitem__("cpu_model", np.bytes_(name))
