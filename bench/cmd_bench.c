@@ -915,24 +915,6 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     return rc;
 }
 
-/* launched_ranks: how many ranks an MPI launcher started with this process (Open MPI's
- * OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and Intel MPI; 1 when neither is set), and
- * this one's rank in *rank -- read before MPI_Init, which bench calls only for -o. */
-static int launched_ranks(int *rank)
-{
-    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"},
-                             *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK"};
-    *rank = 0;
-    for (int i = 0; i < 2; i++) {
-        const char *n = getenv(sizes[i]), *r = getenv(ranks[i]);
-        if (n && atoi(n) > 1) {
-            *rank = r ? atoi(r) : 0;
-            return atoi(n);
-        }
-    }
-    return 1;
-}
-
 /* ---- the command ------------------------------------------------------------------------ */
 
 int rb_cmd_bench(int argc, char **argv)
@@ -1061,7 +1043,7 @@ int rb_cmd_bench(int argc, char **argv)
     }
     /* one process measures: ranks started together would compete for the cores, print
      * a table each and, with -o, write one /bench from several ranks' figures */
-    int my_rank, nlaunched = launched_ranks(&my_rank);
+    int my_rank, nlaunched = rb_cli_launched(&my_rank);
     if (nlaunched > 1) {
         if (my_rank == 0)
             fprintf(stderr, "ropebench: bench: started as %d MPI ranks; bench measures one "
@@ -1138,7 +1120,7 @@ int rb_cmd_bench(int argc, char **argv)
         mpi_up = 1;
         int world = 1;
         MPI_Comm_size(MPI_COMM_WORLD, &world);
-        if (world > 1) { /* a launcher launched_ranks does not know */
+        if (world > 1) { /* a launcher rb_cli_launched does not know */
             int me = 0;
             MPI_Comm_rank(MPI_COMM_WORLD, &me);
             if (me == 0)

@@ -86,6 +86,25 @@ const char *rb_cli_reject(char *const *argv, const struct option *opts, char *bu
     return buf;
 }
 
+/* rb_cli_launched: see rb_bench.h. */
+int rb_cli_launched(int *rank)
+{
+    static int size = 0, me = 0;
+    if (!size) {
+        const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+        if (!v) v = getenv("PMI_SIZE");
+        if (!v && getenv("SLURM_PROCID")) v = getenv("SLURM_NTASKS");
+        size = v && atoi(v) > 1 ? atoi(v) : 1;
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        if (!r) r = getenv("PMIX_RANK");
+        if (!r) r = getenv("PMI_RANK");
+        if (!r) r = getenv("SLURM_PROCID");
+        me = r ? atoi(r) : 0;
+    }
+    if (rank) *rank = me;
+    return size;
+}
+
 /* rb_cli_shortest: see rb_bench.h. */
 const char *rb_cli_shortest(char *buf, size_t n, double x)
 {

@@ -292,6 +292,13 @@ int rb_cli_same_file(const char *a, const char *b);
 const char *rb_cli_esc(char *buf, size_t n, const char *s);
 #define RB_ESC(s) rb_cli_esc((char[256]){""}, 256, (s))
 
+/* rb_cli_launched: how many ranks an MPI launcher started with this process, read from
+ * its environment before MPI_Init (Open MPI's OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and
+ * Intel MPI, srun's SLURM_NTASKS; 1 when none says more than 1), and this process's
+ * rank in *rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID; 0 when none is
+ * set). Read once and kept, so that calls before and after MPI_Init agree. */
+int rb_cli_launched(int *rank);
+
 /* rb_cli_shortest: x in the fewest significant digits (1 to 17, %g style) that strtod
  * reads back as x, into buf[n] (n >= 32 holds any double). Returns buf. For messages and
  * labels where %g would round a value onto a bound it is compared with. */

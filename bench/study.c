@@ -242,26 +242,13 @@ static void usage(FILE *f)
 /* This process's rank as the launcher announces it (0 when not launched by one). */
 static int launcher_rank(void)
 {
-    const char *v = getenv("OMPI_COMM_WORLD_RANK");
-    if (!v) v = getenv("PMIX_RANK");
-    if (!v) v = getenv("PMI_RANK");
-    if (!v) v = getenv("SLURM_PROCID");
-    return v ? atoi(v) : 0;
+    int me = 0;
+    rb_cli_launched(&me);
+    return me;
 }
 
-/* How many ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and Intel
- * MPI); 1 when not launched by one. */
-static int launcher_size(void)
-{
-    static int size = 0; /* read once: every call, before and after MPI_Init, agrees */
-    if (!size) {
-        const char *v = getenv("OMPI_COMM_WORLD_SIZE");
-        if (!v) v = getenv("PMI_SIZE");
-        if (!v && getenv("SLURM_PROCID")) v = getenv("SLURM_NTASKS"); /* srun */
-        size = v && atoi(v) > 1 ? atoi(v) : 1;
-    }
-    return size;
-}
+/* How many ranks the launcher started (rb_cli_launched); 1 when not launched by one. */
+static int launcher_size(void) { return rb_cli_launched(NULL); }
 
 /* agree_refusal: the input checks made before MPI_Init can fail on some ranks only (a
  * file.path missing on one node, ROPEBENCH_ISA set for one rank); where only rank 0

@@ -15,6 +15,8 @@ import sys
 
 import h5py
 
+from rbtest import cut_rows
+
 
 def main():
     sep = sys.argv.index("--")
@@ -86,13 +88,7 @@ def main():
     # with it) is redone, not kept: readers would take it for the study's
     cut = sorted(kept)[0]
     with h5py.File(out, "a") as f:
-        c = f["cases"][cut]
-        for ds in ("rows/position", "rows/lse", "rows/entropy", "rows/entropy_normalized"):
-            if ds in c:
-                v = c[ds][()]
-                del c[ds]
-                c[ds] = v[:3] if v.ndim == 1 else v[:, :3]
-        c.attrs["n_rows"] = np.int64(3)
+        cut_rows(f["cases"][cut], 3)
     del kept[cut]
 
     # the same study: other threads (they change how a case runs, not its results) and

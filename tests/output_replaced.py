@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from rbtest import verdict
+
 
 def main():
     sep = sys.argv.index("--")
@@ -57,10 +59,7 @@ def main():
         failed.append(f"says the finished cases stay readable in the replaced path: {err!r}")
     if hashlib.sha256(open(out, "rb").read()).hexdigest() != before:
         failed.append("the file put in its place was changed")
-    for x in failed:
-        print("FAIL:", x)
-    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
-    return 1 if failed else 0
+    return verdict(failed)
 
 
 if __name__ == "__main__":

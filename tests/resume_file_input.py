@@ -16,6 +16,8 @@ import sys
 import h5py
 import numpy as np
 
+from rbtest import verdict
+
 
 def write_input(path, seed):
     rng = np.random.default_rng(seed)
@@ -100,10 +102,7 @@ def main():
     if a.returncode == 0 or r.returncode != 0:
         failed.append(f"node-local copies: interrupted run exit {a.returncode}, --resume "
                       f"exit {r.returncode}, {r.stderr.strip()!r}")
-    for x in failed:
-        print("FAIL:", x)
-    print(f"{0 if failed else 1} passed, {1 if failed else 0} failed")
-    return 1 if failed else 0
+    return verdict(failed)
 
 
 if __name__ == "__main__":
