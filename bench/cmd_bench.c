@@ -54,6 +54,7 @@ typedef struct {
     double median_s, min_s, max_s, cv;
     double gflops, gbps; /* gbps NAN where it does not apply */
     double peak_gflops, triad_gbps, fraction;
+    double overlap_ceiling; /* probe rows: rb_overlap_probe's stream rate / triad; else NAN */
 } bench_row;
 
 typedef struct {
@@ -64,6 +65,10 @@ typedef struct {
     /* both peaks at each other --threads count (neither 1 nor all), measured too */
     int n_other, other[MAX_THREADS];
     double fma_other[MAX_THREADS], triad_other[MAX_THREADS];
+    /* rb_overlap_probe at each thread count the probe rows are measured at (1, all, the
+     * others: ov_threads[i]), where they are: seconds of FMA alone, stream alone, both */
+    int n_ov, ov_threads[MAX_THREADS + 2];
+    double ov[MAX_THREADS + 2][3];
 } bench_peaks;
 
 static double now_s(void)
@@ -468,6 +473,8 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
                 (long long)r->n_rows, r->causal ? "true" : "false", r->threads, r->reps,
                 r->warmup, r->median_s, r->min_s, r->max_s, r->cv, r->gflops);
         if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
+        if (!isnan(r->overlap_ceiling))
+            fprintf(f, "\"overlap_ceiling\": %.9g, ", r->overlap_ceiling);
         fprintf(f, "\"peak_gflops\": %.9g, \"triad_gbps\": %.9g, \"fraction_of_peak\": %.9g, "
                    "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
                 r->peak_gflops, r->triad_gbps, r->fraction, isnan(r->gbps) ? "peak_gflops"
@@ -621,6 +628,7 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     F64_COL("peak_gflops", rows[i].peak_gflops);
     F64_COL("triad_gbps", rows[i].triad_gbps);
     F64_COL("fraction_of_peak", rows[i].fraction);
+    F64_COL("overlap_ceiling", rows[i].overlap_ceiling);
 #undef STR_COL
 #undef I64_COL
 #undef F64_COL
@@ -698,6 +706,19 @@ static int64_t probe_positions(int64_t L, int P, int64_t *p)
     return n;
 }
 
+/* probe_flop: the probe rows' FLOP, 4 d per visible (query, key) pair, with P
+ * log-spaced rows against n_keys keys; -1 when out of memory. */
+static double probe_flop(int64_t n_keys, int P, int d)
+{
+    int64_t *p = malloc((size_t)P * sizeof *p);
+    if (!p) return -1;
+    const int64_t nq = probe_positions(n_keys, P, p);
+    double pairs = 0;
+    for (int64_t i = 0; i < nq; i++) pairs += (double)(p[i] + 1);
+    free(p);
+    return 4.0 * d * pairs;
+}
+
 /* probe_roofline: `#` lines with the probe rows' roofline at each measured thread count:
  * their FLOP (4 d per visible pair) and bytes (K and V once, fp32), the time neither the
  * FMA peak nor the triad allows going below, max(FLOP / peak, bytes / triad), and so the
@@ -707,13 +728,8 @@ static int64_t probe_positions(int64_t L, int P, int64_t *p)
 static void probe_roofline(FILE *f, int64_t n_keys, int P, int d, const int *thr, int n_thr,
                            const double *peak, const double *triad)
 {
-    int64_t *p = malloc((size_t)P * sizeof *p);
-    if (!p) return;
-    const int64_t nq = probe_positions(n_keys, P, p);
-    double pairs = 0;
-    for (int64_t i = 0; i < nq; i++) pairs += (double)(p[i] + 1);
-    free(p);
-    const double flop = 4.0 * d * pairs, bytes = 2.0 * (double)n_keys * d * sizeof(float);
+    const double flop = probe_flop(n_keys, P, d), bytes = 2.0 * (double)n_keys * d * sizeof(float);
+    if (flop < 0) return;
     fprintf(f, "# probe roofline: %.3f GFLOP on %.3f GB (%.2f FLOP/B); frac cannot exceed "
                "min(1, (bytes/triad) / (FLOP/peak)):", flop * 1e-9, bytes * 1e-9, flop / bytes);
     for (int i = 0; i < n_thr; i++) {
@@ -754,6 +770,7 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
     r->causal = causal;
     r->threads = threads;
     r->gbps = NAN;
+    r->overlap_ceiling = NAN;
     return r;
 }
 
@@ -851,6 +868,10 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     r->gflops = 4.0 * d * visible / r->median_s * 1e-9;
                     r->gbps = 2.0 * (double)n_keys * d * sizeof(float) / r->median_s * 1e-9;
                     row_peaks(pk, o, r);
+                    for (int i = 0; i < pk->n_ov; i++)
+                        if (pk->ov_threads[i] == r->threads)
+                            r->overlap_ceiling = 2.0 * (double)n_keys * d * sizeof(float) /
+                                                 pk->ov[i][2] * 1e-9 / r->triad_gbps;
                     rl->n++;
                 }
             }
@@ -1183,6 +1204,23 @@ int rb_cmd_bench(int argc, char **argv)
             code = RB_EXIT_FAIL;
             goto cleanup;
         }
+        /* the probe rows' ideal at each of their thread counts: their FLOP as FMA chains
+         * interleaved with a stream of their K and V bytes */
+        if (o.do_probe && o.n_kernels > 0) {
+            const size_t kv = (size_t)probe_keys(&o) * PROBE_D * sizeof(float);
+            const double flop = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D);
+            if (!o.quick) fprintf(stderr, "bench: probe overlap (FMA chains under a stream)\n");
+            for (int i = 0; i < o.n_threads; i++) {
+                pk.ov_threads[pk.n_ov] = o.threads[i];
+                if (flop < 0 || rb_overlap_probe(o.threads[i], kv, flop, pk.ov[pk.n_ov])) {
+                    fprintf(stderr, "ropebench: bench: probe overlap: cannot allocate 2 x %zu "
+                                    "bytes\n", kv);
+                    code = RB_EXIT_FAIL;
+                    goto cleanup;
+                }
+                pk.n_ov++;
+            }
+        }
     }
     if (run_rows(&o, &pk, &rl)) {
         fprintf(stderr, "ropebench: bench: out of memory or kernel failure after %d rows\n", rl.n);
@@ -1230,6 +1268,20 @@ int rb_cmd_bench(int argc, char **argv)
             for (int i = 0; i < pk.n_other; i++)
                 thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
             probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr);
+            const double kvb = 2.0 * (double)probe_keys(&o) * PROBE_D * sizeof(float);
+            printf("# probe overlap (the probe's FLOP as FMA chains and its K and V read once, "
+                   "evenly interleaved, no attention: a perfect kernel's time):");
+            for (int i = 0; i < pk.n_ov; i++) {
+                const int t = pk.ov_threads[i];
+                double triad = NAN;
+                for (int j = 0; j < n; j++)
+                    if (thr[j] == t) triad = tr[j];
+                printf("%s %d thread%s: FMA alone %.4g s, stream alone %.4g s, both %.4g s = "
+                       "%.2f GB/s = %.3f of the triad", i ? ";" : "", t, t == 1 ? "" : "s",
+                       pk.ov[i][0], pk.ov[i][1], pk.ov[i][2], kvb / pk.ov[i][2] * 1e-9,
+                       kvb / pk.ov[i][2] * 1e-9 / triad);
+            }
+            printf("\n");
         }
         if (missing[0]) printf("# kernels not built or not supported here: %s\n", missing);
         for (int i = 0; i < o.n_kernels; i++)

@@ -1,10 +1,14 @@
 /* peak.c — the machine peaks every benchmark figure is measured against: an FMA
- * throughput probe (AVX-512 when usable, plain C otherwise) and a STREAM triad. */
+ * throughput probe (AVX-512 when usable, plain C otherwise), a STREAM triad, and how
+ * much of a stream the machine hides under FMA work (the probe rows' ideal). */
 #include "rb_kernels.h"
 #include "avx512/rb_peak.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "rb_omp.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -180,4 +184,121 @@ cleanup:
     free(b);
     free(c);
     return result;
+}
+
+/* rb_overlap_probe's blocks: 64 rows of 128 floats (32 KiB) of K and of V, the probe
+ * rows' key blocks at d = 128; a unit of work is 48 zmm FMAs (1,536 FLOP); the block
+ * OV_AHEAD after the current one is prefetched over the current one's units */
+#define OV_BLOCK_FLOATS (64 * 128)
+#define OV_UNIT_FLOP 1536.0
+#define OV_AHEAD 2
+
+/* overlap_block_c: rb_overlap_block_avx512 in plain C: a unit is 6 iterations of 8
+ * chains of 16 floats (768 FMAs of one lane each, 1,536 FLOP). */
+static double overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
+                              const float *k, const float *v, int64_t n)
+{
+    float acc[8][16];
+    const float a = 0.999999f, b = 1e-7f;
+    for (int i = 0; i < 8; i++)
+        for (int l = 0; l < 16; l++)
+            acc[i][l] = (float)(i + l);
+    const int64_t per = units > 0 ? (lines + units - 1) / units : lines;
+    int64_t l = 0;
+    for (int64_t u = 0; u < units; u++) {
+        for (int it = 0; it < 6; it++) {
+            __asm__ volatile("" : : "r"(acc) : "memory");
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 16; j++)
+                    acc[i][j] = acc[i][j] * a + b;
+        }
+        if (pk)
+            for (int64_t e = 0; e < per && l < lines; e++, l++) {
+                __builtin_prefetch(pk + 64 * l, 0, 3);
+                __builtin_prefetch(pv + 64 * l, 0, 3);
+            }
+    }
+    if (pk)
+        for (; l < lines; l++) {
+            __builtin_prefetch(pk + 64 * l, 0, 3);
+            __builtin_prefetch(pv + 64 * l, 0, 3);
+        }
+    float s[16] = {0};
+    for (int64_t i = 0; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++)
+            s[j] += k[i + j] + v[i + j];
+    double r = 0;
+    for (int j = 0; j < 16; j++) {
+        r += s[j];
+        for (int i = 0; i < 8; i++)
+            r += acc[i][j];
+    }
+    return r;
+}
+
+int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3])
+{
+    const int64_t nb = (int64_t)(bytes_per_array / (OV_BLOCK_FLOATS * sizeof(float)));
+    const size_t bytes = (size_t)nb * OV_BLOCK_FLOATS * sizeof(float);
+    float *k = NULL, *v = NULL;
+    int rc = -1;
+    if (nb < 1 || !(flop >= 0) || !isfinite(flop))
+        goto cleanup;
+    k = rb_kernels_alloc(bytes);
+    v = rb_kernels_alloc(bytes);
+    if (!k || !v)
+        goto cleanup;
+    rb_cpu_info ci;
+    rb_cpu_detect(&ci);
+    double (*block)(int64_t, const char *, const char *, int64_t, const float *, const float *,
+                    int64_t) =
+        ci.avx512f && ci.os_zmm ? rb_overlap_block_avx512 : overlap_block_c;
+    const int nt = resolve_threads(threads);
+    const int64_t units = llround(flop / (double)nb / OV_UNIT_FLOP);
+    const int64_t lines = OV_BLOCK_FLOATS * (int64_t)sizeof(float) / 64;
+    /* first touch by the thread that reads each block (the same static split below);
+     * values that are neither zero nor one repeated page */
+#pragma omp parallel num_threads(nt)
+    {
+        const int tid = rb_omp_tid(), team = rb_omp_team();
+        for (int64_t b = nb * tid / team; b < nb * (tid + 1) / team; b++)
+            for (int64_t i = 0; i < OV_BLOCK_FLOATS; i++) {
+                k[b * OV_BLOCK_FLOATS + i] = 1e-9f * (float)(i + 1);
+                v[b * OV_BLOCK_FLOATS + i] = 2e-9f * (float)((i ^ b) & 4095);
+            }
+    }
+    /* pass 0: the arithmetic alone (each block's sum reads the thread's first block,
+     * in cache); 1: the stream alone; 2: both, the block OV_AHEAD ahead prefetched */
+    for (int pass = 0; pass < 3; pass++) {
+        double best = INFINITY, sink = 0;
+        for (int rep = 0; rep < 5; rep++) { /* rep 0 is a warm-up */
+            const double t0 = now_s();
+#pragma omp parallel num_threads(nt) reduction(+ : sink)
+            {
+                const int tid = rb_omp_tid(), team = rb_omp_team();
+                const int64_t b0 = nb * tid / team, b1 = nb * (tid + 1) / team;
+                for (int64_t b = b0; b < b1; b++) {
+                    const int64_t rd = pass == 0 ? b0 : b;
+                    const int ahead = pass == 2 && b + OV_AHEAD < b1;
+                    const char *pk = ahead ? (const char *)(k + (b + OV_AHEAD) * OV_BLOCK_FLOATS)
+                                           : NULL;
+                    const char *pv = ahead ? (const char *)(v + (b + OV_AHEAD) * OV_BLOCK_FLOATS)
+                                           : NULL;
+                    sink += block(pass == 1 ? 0 : units, pk, pv, lines,
+                                  k + rd * OV_BLOCK_FLOATS, v + rd * OV_BLOCK_FLOATS,
+                                  OV_BLOCK_FLOATS);
+                }
+            }
+            const double t = now_s() - t0;
+            if (rep > 0 && t < best)
+                best = t;
+        }
+        peak_sink = sink;
+        out[pass] = best;
+    }
+    rc = 0;
+cleanup:
+    free(k);
+    free(v);
+    return rc;
 }

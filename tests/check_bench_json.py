@@ -59,6 +59,11 @@ def load_h5(path):
             r["causal"] = bool(r["causal"])
             if r["bench"] == "causal":
                 r.pop("gbps", None)  # NaN where it does not apply
+            if r["bench"] != "probe":
+                if not math.isnan(r.get("overlap_ceiling", 0.0)):
+                    raise SystemExit(f"FAIL /bench/overlap_ceiling of a {r['bench']} row is "
+                                     f"{r['overlap_ceiling']}, not NaN")
+                r.pop("overlap_ceiling", None)
             rows.append(r)
     return rows
 
@@ -148,6 +153,27 @@ def run(cmd):
     return p
 
 
+def probe_size(n, d=128, P=128):
+    """The probe rows' FLOP (4 d per visible pair, P log-spaced positions in [0, n-1] as
+    docs/bench.md gives them) and bytes (K and V once, fp32) at n keys."""
+    pos = []
+    for i in range(P):
+        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
+        if not pos or v != pos[-1]:
+            pos.append(v)
+    return 4.0 * d * sum(p + 1 for p in pos), 2.0 * n * d * 4
+
+
+def header_peaks(out):
+    """The FMA peaks and triads of a bench table's header, by thread count."""
+    peaks, triads = {}, {}
+    for what, store, unit in (("peak FMA", peaks, "GFLOP/s"), ("triad", triads, "GB/s")):
+        hl = next(l for l in out.splitlines() if l.startswith("# " + what))
+        for v, t in re.findall(r"([0-9.]+) %s (\d+) threads?" % re.escape(unit), hl):
+            store[int(t)] = float(v)
+    return peaks, triads
+
+
 def check_roofline(out, rows):
     """The `# probe roofline` line against numbers computed here: the probe's FLOP from its
     positions (128 log-spaced in [0, N-1], as docs/bench.md gives them), the bytes of K and
@@ -156,14 +182,7 @@ def check_roofline(out, rows):
     if line is None:
         raise SystemExit(f"FAIL no '# probe roofline' line:\n{out}")
     probe = [r for r in rows if r["bench"] == "probe"]
-    n, d, P = probe[0]["seq_len"], 128, 128
-    pos = []
-    for i in range(P):
-        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
-        if not pos or v != pos[-1]:
-            pos.append(v)
-    flop = 4.0 * d * sum(p + 1 for p in pos)
-    nbytes = 2.0 * n * d * 4
+    flop, nbytes = probe_size(probe[0]["seq_len"])
     for r in probe:
         if abs(r["gflops"] * r["median_s"] * 1e9 - flop) > 1e-6 * flop:
             raise SystemExit(f"FAIL probe row {r['kernel']}: GFLOP/s x time "
@@ -173,11 +192,7 @@ def check_roofline(out, rows):
             abs(float(m.group(2)) - nbytes * 1e-9) > 6e-4:
         raise SystemExit(f"FAIL roofline totals: {line} (expected {flop * 1e-9:.3f} GFLOP on "
                          f"{nbytes * 1e-9:.3f} GB)")
-    peaks, triads = {}, {}
-    for what, store, unit in (("peak FMA", peaks, "GFLOP/s"), ("triad", triads, "GB/s")):
-        hl = next(l for l in out.splitlines() if l.startswith("# " + what))
-        for v, t in re.findall(r"([0-9.]+) %s (\d+) threads?" % re.escape(unit), hl):
-            store[int(t)] = float(v)
+    peaks, triads = header_peaks(out)
     got = re.findall(r"(\d+) threads?: balance ([0-9.]+) FLOP/B, fp32 <= ([0-9.]+), "
                      r"bf16 <= ([0-9.]+)", line)
     if sorted(int(g[0]) for g in got) != sorted(peaks):
@@ -192,6 +207,53 @@ def check_roofline(out, rows):
                 abs(float(bal) - peaks[t] / triads[t]) > 0.01 + 1e-3 * float(bal):
             raise SystemExit(f"FAIL roofline at {t} threads: {bal} {f32} {b16}, expected "
                              f"{peaks[t] / triads[t]:.2f} {want32:.3f} {want16:.3f}")
+
+
+def check_overlap(out, rows):
+    """The `# probe overlap` line (rb_overlap_probe at each probe thread count) against
+    numbers computed here: its GB/s is K and V's bytes over the `both` time, its fraction
+    that over the header's triad, and every probe row's overlap_ceiling that fraction.
+    Physical bounds that a wrong count or a pass that skipped its work would break: the
+    FMA-alone pass cannot run the probe's FLOP much faster than the FMA peak of the same
+    run (25 %: the two are timed apart), and doing both cannot take less than half of
+    the longer part alone."""
+    line = next((l for l in out.splitlines() if l.startswith("# probe overlap")), None)
+    if line is None:
+        raise SystemExit(f"FAIL no '# probe overlap' line:\n{out}")
+    probe = [r for r in rows if r["bench"] == "probe"]
+    flop, nbytes = probe_size(probe[0]["seq_len"])
+    peaks, triads = header_peaks(out)
+    got = re.findall(r"(\d+) threads?: FMA alone ([0-9.e+-]+) s, stream alone ([0-9.e+-]+) s, "
+                     r"both ([0-9.e+-]+) s = ([0-9.]+) GB/s = ([0-9.]+) of the triad", line)
+    if sorted(int(g[0]) for g in got) != sorted({r["threads"] for r in probe}):
+        raise SystemExit(f"FAIL probe overlap thread counts {[g[0] for g in got]}, probe rows "
+                         f"at {sorted({r['threads'] for r in probe})}:\n{line}")
+    frac = {}
+    for t, tf, ts, tb, gbps, fr in got:
+        t, tf, ts, tb, gbps, fr = int(t), float(tf), float(ts), float(tb), float(gbps), float(fr)
+        want = nbytes / tb * 1e-9
+        # (times printed to 4 significant digits, GB/s to 2 decimals, fractions to 3)
+        if abs(gbps - want) > 1e-3 * want + 0.006:
+            raise SystemExit(f"FAIL probe overlap at {t} threads: {gbps} GB/s, bytes / both = "
+                             f"{want}:\n{line}")
+        if abs(fr - gbps / triads[t]) > 1e-3 * fr + 6e-4:
+            raise SystemExit(f"FAIL probe overlap at {t} threads: fraction {fr}, "
+                             f"{gbps} / triad {triads[t]} = {gbps / triads[t]}")
+        if flop / tf * 1e-9 > 1.25 * peaks[t]:
+            raise SystemExit(f"FAIL probe overlap at {t} threads: the FMA-alone pass ran "
+                             f"{flop / tf * 1e-9:.1f} GFLOP/s, above the peak {peaks[t]}")
+        if tb < 0.5 * max(tf, ts):
+            raise SystemExit(f"FAIL probe overlap at {t} threads: both {tb} s, less than "
+                             f"half of FMA alone {tf} s or stream alone {ts} s")
+        frac[t] = gbps / triads[t]
+    for r in probe:
+        oc = r.get("overlap_ceiling")
+        if oc is None or abs(oc - frac[r["threads"]]) > 2e-3 * oc + 6e-4:
+            raise SystemExit(f"FAIL probe row {r['kernel']} at {r['threads']} threads: "
+                             f"overlap_ceiling {oc}, the header's {frac[r['threads']]:.4f}")
+    for r in rows:
+        if r["bench"] != "probe" and "overlap_ceiling" in r:
+            raise SystemExit(f"FAIL {r['bench']} row with overlap_ceiling")
 
 
 def drive(exe, work, launcher):
@@ -223,6 +285,7 @@ def drive(exe, work, launcher):
         rows_all = json.load(f)
     check(rows_all, kernels)
     check_roofline(p.stdout, rows_all)
+    check_overlap(p.stdout, rows_all)
     # a subset: one kind, one shape, one kernel, one thread count -> exactly one row
     sub = os.path.join(work, "bench_subset.json")
     run([exe, "bench", "--quick", "--only", "causal", "--head-dims", "32", "--lengths", "300",

@@ -1,4 +1,4 @@
-/* peak_fma.c — the AVX-512 throughput loops of the peak probes: 12 independent fp32 zmm accumulators (enough to cover latency x throughput on current cores), updated by FMAs or by VDPBF16PS. */
+/* peak_fma.c — the AVX-512 throughput loops of the peak probes: 12 independent fp32 zmm accumulators (enough to cover latency x throughput on current cores), updated by FMAs or by VDPBF16PS, and the same FMA chains interleaved with a memory stream (rb_overlap_probe). */
 #include "rb_peak.h"
 
 #include <immintrin.h>
@@ -45,4 +45,49 @@ double rb_peak_dpbf16_avx512(int64_t iters, float seed)
 #define DP_STEP(v) _mm512_dpbf16_ps(v, a, b)
     PEAK_LOOP(DP_STEP);
 #undef DP_STEP
+}
+
+double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, int64_t lines,
+                               const float *k, const float *v, int64_t n)
+{
+    /* the FMA probe's chains (a*x + b stays finite), 4 rounds of 12 per unit */
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    __m512 x0 = _mm512_set1_ps(1.0f), x1 = _mm512_set1_ps(2.0f), x2 = _mm512_set1_ps(3.0f),
+           x3 = _mm512_set1_ps(4.0f), x4 = _mm512_set1_ps(5.0f), x5 = _mm512_set1_ps(6.0f),
+           x6 = _mm512_set1_ps(7.0f), x7 = _mm512_set1_ps(8.0f), x8 = _mm512_set1_ps(9.0f),
+           x9 = _mm512_set1_ps(10.0f), x10 = _mm512_set1_ps(11.0f), x11 = _mm512_set1_ps(12.0f);
+    const int64_t per = units > 0 ? (lines + units - 1) / units : lines;
+    int64_t l = 0;
+#define OV_STEP(x) _mm512_fmadd_ps(x, a, b)
+    for (int64_t u = 0; u < units; u++) {
+        for (int r = 0; r < 4; r++) {
+            PEAK_STEP6(OV_STEP, x0, x1, x2, x3, x4, x5);
+            PEAK_STEP6(OV_STEP, x6, x7, x8, x9, x10, x11);
+            __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));
+            __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
+        }
+        if (pk)
+            for (int64_t e = 0; e < per && l < lines; e++, l++) {
+                _mm_prefetch(pk + 64 * l, _MM_HINT_T0);
+                _mm_prefetch(pv + 64 * l, _MM_HINT_T0);
+            }
+    }
+#undef OV_STEP
+    if (pk) /* units 0: the whole block ahead at once */
+        for (; l < lines; l++) {
+            _mm_prefetch(pk + 64 * l, _MM_HINT_T0);
+            _mm_prefetch(pv + 64 * l, _MM_HINT_T0);
+        }
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t i = 0; i + 32 <= n; i += 32) {
+        s0 = _mm512_add_ps(s0, _mm512_load_ps(k + i));
+        s1 = _mm512_add_ps(s1, _mm512_load_ps(k + i + 16));
+        s2 = _mm512_add_ps(s2, _mm512_load_ps(v + i));
+        s3 = _mm512_add_ps(s3, _mm512_load_ps(v + i + 16));
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
+                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    return (double)_mm512_reduce_add_ps(s);
 }

@@ -1,6 +1,6 @@
 /* rb_peak.h — internal to kernels/: the AVX-512 throughput loops behind
- * rb_peak_fma_gflops and rb_peak_dpbf16_gflops (kernels/peak.c), and the tile loop behind
- * rb_tile_ceiling_gflops. */
+ * rb_peak_fma_gflops and rb_peak_dpbf16_gflops (kernels/peak.c), the tile loop behind
+ * rb_tile_ceiling_gflops and the block loop of rb_overlap_probe. */
 #ifndef RB_PEAK_H
 #define RB_PEAK_H
 
@@ -25,5 +25,14 @@ double rb_peak_dpbf16_avx512(int64_t iters, float seed);
  * 393,216 FLOP per iteration. Returns a value that depends on the results. Needs
  * AVX-512F and OS ZMM state. */
 double rb_attn_avx512_tiles(int64_t iters, float seed);
+
+/* rb_overlap_block_avx512: one block of rb_overlap_probe (kernels/peak.c) on the calling
+ * thread: `units` units of the FMA probe's 12 chains (48 zmm FMAs, 1,536 FLOP each),
+ * with `lines` 64-byte lines from each of pk and pv (NULL: none) prefetched (PREFETCHT0)
+ * spread evenly over the units (all at once when units is 0), then the sum of n floats
+ * of k and of v (64-byte aligned, n a multiple of 32). Returns a value that depends on
+ * every FMA and every float read. Needs AVX-512F and OS ZMM state. */
+double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, int64_t lines,
+                               const float *k, const float *v, int64_t n);
 
 #endif
