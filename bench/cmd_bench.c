@@ -1270,15 +1270,17 @@ int rb_cmd_bench(int argc, char **argv)
             probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr);
             const double kvb = 2.0 * (double)probe_keys(&o) * PROBE_D * sizeof(float);
             printf("# probe overlap (the probe's FLOP as FMA chains and its K and V read once, "
-                   "evenly interleaved, no attention: a perfect kernel's time):");
+                   "evenly interleaved, no attention: about an ideal kernel's time):");
             for (int i = 0; i < pk.n_ov; i++) {
                 const int t = pk.ov_threads[i];
-                double triad = NAN;
+                double triad = NAN, peak = NAN;
                 for (int j = 0; j < n; j++)
-                    if (thr[j] == t) triad = tr[j];
-                printf("%s %d thread%s: FMA alone %.4g s, stream alone %.4g s, both %.4g s = "
-                       "%.2f GB/s = %.3f of the triad", i ? ";" : "", t, t == 1 ? "" : "s",
-                       pk.ov[i][0], pk.ov[i][1], pk.ov[i][2], kvb / pk.ov[i][2] * 1e-9,
+                    if (thr[j] == t) triad = tr[j], peak = pe[j];
+                const double gf = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D) / pk.ov[i][0] * 1e-9;
+                printf("%s %d thread%s: FMA alone %.4g s (%.1f GFLOP/s = %.3f of peak), stream "
+                       "alone %.4g s, both %.4g s = %.2f GB/s = %.3f of the triad",
+                       i ? ";" : "", t, t == 1 ? "" : "s", pk.ov[i][0], gf, gf / peak,
+                       pk.ov[i][1], pk.ov[i][2], kvb / pk.ov[i][2] * 1e-9,
                        kvb / pk.ov[i][2] * 1e-9 / triad);
             }
             printf("\n");

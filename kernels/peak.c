@@ -188,48 +188,45 @@ cleanup:
 
 /* rb_overlap_probe's blocks: 64 rows of 128 floats (32 KiB) of K and of V, the probe
  * rows' key blocks at d = 128; a unit of work is 48 zmm FMAs (1,536 FLOP); the block
- * OV_AHEAD after the current one is prefetched over the current one's units */
+ * OV_AHEAD after the current one is prefetched, and the current one read, over the
+ * current one's units */
 #define OV_BLOCK_FLOATS (64 * 128)
 #define OV_UNIT_FLOP 1536.0
 #define OV_AHEAD 2
 
-/* overlap_block_c: rb_overlap_block_avx512 in plain C: a unit is 6 iterations of 8
- * chains of 16 floats (768 FMAs of one lane each, 1,536 FLOP). */
+/* overlap_block_c: rb_overlap_block_avx512 in plain C (chunks of 16 floats): a unit is
+ * 6 iterations of 8 chains of 16 floats (768 FMAs of one lane each, 1,536 FLOP). */
 static double overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
                               const float *k, const float *v, int64_t n)
 {
-    float acc[8][16];
+    float acc[8][16], sum[16] = {0};
     const float a = 0.999999f, b = 1e-7f;
     for (int i = 0; i < 8; i++)
-        for (int l = 0; l < 16; l++)
-            acc[i][l] = (float)(i + l);
-    const int64_t per = units > 0 ? (lines + units - 1) / units : lines;
-    int64_t l = 0;
-    for (int64_t u = 0; u < units; u++) {
-        for (int it = 0; it < 6; it++) {
-            __asm__ volatile("" : : "r"(acc) : "memory");
-            for (int i = 0; i < 8; i++)
-                for (int j = 0; j < 16; j++)
-                    acc[i][j] = acc[i][j] * a + b;
-        }
-        if (pk)
-            for (int64_t e = 0; e < per && l < lines; e++, l++) {
-                __builtin_prefetch(pk + 64 * l, 0, 3);
-                __builtin_prefetch(pv + 64 * l, 0, 3);
+        for (int j = 0; j < 16; j++)
+            acc[i][j] = (float)(i + j);
+    const int64_t chunks = n / 16;
+    int64_t l = 0, c = 0;
+    for (int64_t u = 0; u <= units; u++) { /* u == units: what is left (all, for 0 units) */
+        if (u < units)
+            for (int it = 0; it < 6; it++) {
+                __asm__ volatile("" : : "r"(acc) : "memory");
+                for (int i = 0; i < 8; i++)
+                    for (int j = 0; j < 16; j++)
+                        acc[i][j] = acc[i][j] * a + b;
             }
-    }
-    if (pk)
-        for (; l < lines; l++) {
+        const int64_t lend = u < units ? (u + 1) * lines / units : lines;
+        const int64_t cend = u < units ? (u + 1) * chunks / units : chunks;
+        for (; pk && l < lend; l++) {
             __builtin_prefetch(pk + 64 * l, 0, 3);
             __builtin_prefetch(pv + 64 * l, 0, 3);
         }
-    float s[16] = {0};
-    for (int64_t i = 0; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++)
-            s[j] += k[i + j] + v[i + j];
+        for (; c < cend; c++)
+            for (int j = 0; j < 16; j++)
+                sum[j] += k[16 * c + j] + v[16 * c + j];
+    }
     double r = 0;
     for (int j = 0; j < 16; j++) {
-        r += s[j];
+        r += sum[j];
         for (int i = 0; i < 8; i++)
             r += acc[i][j];
     }
@@ -267,7 +264,7 @@ int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double ou
                 v[b * OV_BLOCK_FLOATS + i] = 2e-9f * (float)((i ^ b) & 4095);
             }
     }
-    /* pass 0: the arithmetic alone (each block's sum reads the thread's first block,
+    /* pass 0: the arithmetic alone (each block's reads go to the thread's first block,
      * in cache); 1: the stream alone; 2: both, the block OV_AHEAD ahead prefetched */
     for (int pass = 0; pass < 3; pass++) {
         double best = INFINITY, sink = 0;

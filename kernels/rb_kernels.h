@@ -329,19 +329,20 @@ double rb_peak_dpbf16_gflops(double seconds);
 double rb_triad_gbps(int threads, size_t bytes_per_array);
 
 /* rb_overlap_probe: how much of a memory stream this machine hides under arithmetic on
- * `threads` OpenMP threads (<= 0: all): the probe rows' shape with a perfect kernel.
- * Two arrays (K and V) of bytes_per_array bytes (rounded down to whole blocks of 64 x
- * 128 floats, 32 KiB), first-touched in parallel, each thread reading a contiguous share
- * of the blocks once, and `flop` FLOP of fp32 FMA chains (the FMA probe's: 12 zmm
- * chains with AVX-512, plain C otherwise; 1,536 FLOP a unit) spread evenly over the
- * blocks. Three passes, each one warm-up then the best of 4: out[0] the arithmetic
- * alone (each block's read goes to the thread's first block, in cache), out[1] the
- * stream alone (each block summed, no FMA), out[2] both: a block's FMA units with the
- * block two ahead prefetched (PREFETCHT0) over them, then the block summed. Seconds,
- * wall time of all threads. out[2] against max(out[0], out[1]) is what the machine
- * overlaps; bytes / out[2] is the stream rate a kernel doing that arithmetic at the FMA
- * peak could reach. Returns 0, or -1 (out untouched) when bytes_per_array is under one
- * block, flop is negative or not finite, or the arrays cannot be allocated. */
+ * `threads` OpenMP threads (<= 0: all), an estimate of the probe rows' ideal: two
+ * arrays (K and V) of bytes_per_array bytes (rounded down to whole blocks of 64 x 128
+ * floats, 32 KiB), first-touched in parallel, each thread reading a contiguous share of
+ * the blocks once, and `flop` FLOP of fp32 FMA chains (the FMA probe's: 12 zmm chains
+ * with AVX-512, plain C otherwise; 1,536 FLOP a unit) spread evenly over the blocks.
+ * Three passes, each one warm-up then the best of 4: out[0] the arithmetic alone (the
+ * reads going to the thread's first block, in cache), out[1] the stream alone (each
+ * block summed, no FMA), out[2] both: a block's FMA units with, spread evenly between
+ * them, the prefetches (PREFETCHT0) of the block two ahead and the reads of the block.
+ * Seconds, wall time of all threads. out[2] against out[0] + out[1] is what the
+ * machine overlaps; bytes / out[2] is about the stream rate a kernel doing that
+ * arithmetic at out[0]'s rate (near the FMA peak) and no other work could reach.
+ * Returns 0, or -1 (out untouched) when bytes_per_array is under one block, flop is
+ * negative or not finite, or the arrays cannot be allocated. */
 int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3]);
 
 /* ---------------------------------------------------------------------------------

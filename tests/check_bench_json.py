@@ -60,7 +60,7 @@ def load_h5(path):
             if r["bench"] == "causal":
                 r.pop("gbps", None)  # NaN where it does not apply
             if r["bench"] != "probe":
-                if not math.isnan(r.get("overlap_ceiling", 0.0)):
+                if not math.isnan(r.get("overlap_ceiling", math.nan)):
                     raise SystemExit(f"FAIL /bench/overlap_ceiling of a {r['bench']} row is "
                                      f"{r['overlap_ceiling']}, not NaN")
                 r.pop("overlap_ceiling", None)
@@ -209,48 +209,76 @@ def check_roofline(out, rows):
                              f"{peaks[t] / triads[t]:.2f} {want32:.3f} {want16:.3f}")
 
 
-def check_overlap(out, rows):
-    """The `# probe overlap` line (rb_overlap_probe at each probe thread count) against
-    numbers computed here: its GB/s is K and V's bytes over the `both` time, its fraction
-    that over the header's triad, and every probe row's overlap_ceiling that fraction.
-    Physical bounds that a wrong count or a pass that skipped its work would break: the
-    FMA-alone pass cannot run the probe's FLOP much faster than the FMA peak of the same
-    run (25 %: the two are timed apart), and doing both cannot take less than half of
-    the longer part alone."""
+def overlap_line(out):
+    """The `# probe overlap` line's figures by thread count: (FMA alone s, its GFLOP/s,
+    its fraction of the peak, stream alone s, both s, GB/s, fraction of the triad)."""
     line = next((l for l in out.splitlines() if l.startswith("# probe overlap")), None)
     if line is None:
         raise SystemExit(f"FAIL no '# probe overlap' line:\n{out}")
+    got = re.findall(r"(\d+) threads?: FMA alone ([0-9.e+-]+) s \(([0-9.]+) GFLOP/s = "
+                     r"([0-9.]+) of peak\), stream alone ([0-9.e+-]+) s, both ([0-9.e+-]+) s "
+                     r"= ([0-9.]+) GB/s = ([0-9.]+) of the triad", line)
+    return line, {int(g[0]): tuple(float(x) for x in g[1:]) for g in got}
+
+
+def overlap_ok(fig, flop, peak):
+    """Physical bounds of one thread count's figures: the FMA-alone pass cannot run the
+    probe's FLOP much faster than the FMA peak of the same run (25 %: the two are timed
+    apart), and doing both cannot take much less than the longer part alone (20 %: each
+    is the best of 4 of its own, so a slow spell in one pass can tilt them). A pass that
+    skipped its work breaks one of them. '' when they hold, else why not."""
+    tf, _, _, ts, tb, _, _ = fig
+    if flop / tf * 1e-9 > 1.25 * peak:
+        return f"the FMA-alone pass ran {flop / tf * 1e-9:.1f} GFLOP/s, above the peak {peak}"
+    if tb < 0.8 * max(tf, ts):
+        return f"both {tb} s, less than 0.8 x max(FMA alone {tf} s, stream alone {ts} s)"
+    return ""
+
+
+def check_overlap(out, rows):
+    """The `# probe overlap` line (rb_overlap_probe at each probe thread count) against
+    numbers computed here: its GFLOP/s is the probe's FLOP over the FMA-alone time and
+    its fraction that over the header's peak, its GB/s is K and V's bytes over the
+    `both` time and its fraction that over the header's triad, and every probe row's
+    overlap_ceiling is that fraction; then overlap_ok's bounds, measured again (up to
+    three short runs, as check_tiles) when they fail, so that noise alone cannot fail
+    them and a broken pass fails every time."""
     probe = [r for r in rows if r["bench"] == "probe"]
     flop, nbytes = probe_size(probe[0]["seq_len"])
     peaks, triads = header_peaks(out)
-    got = re.findall(r"(\d+) threads?: FMA alone ([0-9.e+-]+) s, stream alone ([0-9.e+-]+) s, "
-                     r"both ([0-9.e+-]+) s = ([0-9.]+) GB/s = ([0-9.]+) of the triad", line)
-    if sorted(int(g[0]) for g in got) != sorted({r["threads"] for r in probe}):
-        raise SystemExit(f"FAIL probe overlap thread counts {[g[0] for g in got]}, probe rows "
-                         f"at {sorted({r['threads'] for r in probe})}:\n{line}")
-    frac = {}
-    for t, tf, ts, tb, gbps, fr in got:
-        t, tf, ts, tb, gbps, fr = int(t), float(tf), float(ts), float(tb), float(gbps), float(fr)
+    line, figs = overlap_line(out)
+    if sorted(figs) != sorted({r["threads"] for r in probe}):
+        raise SystemExit(f"FAIL probe overlap thread counts {sorted(figs)}, probe rows at "
+                         f"{sorted({r['threads'] for r in probe})}:\n{line}")
+    for t, (tf, gf, gfr, ts, tb, gbps, fr) in figs.items():
+        # (times printed to 4 significant digits, rates to 1-2 decimals, fractions to 3)
+        want = flop / tf * 1e-9
+        if abs(gf - want) > 1e-3 * want + 0.06 or abs(gfr - gf / peaks[t]) > 1e-3 * gfr + 6e-4:
+            raise SystemExit(f"FAIL probe overlap at {t} threads: {gf} GFLOP/s = {gfr} of "
+                             f"peak, expected {want} and / {peaks[t]}:\n{line}")
         want = nbytes / tb * 1e-9
-        # (times printed to 4 significant digits, GB/s to 2 decimals, fractions to 3)
         if abs(gbps - want) > 1e-3 * want + 0.006:
             raise SystemExit(f"FAIL probe overlap at {t} threads: {gbps} GB/s, bytes / both = "
                              f"{want}:\n{line}")
         if abs(fr - gbps / triads[t]) > 1e-3 * fr + 6e-4:
             raise SystemExit(f"FAIL probe overlap at {t} threads: fraction {fr}, "
                              f"{gbps} / triad {triads[t]} = {gbps / triads[t]}")
-        if flop / tf * 1e-9 > 1.25 * peaks[t]:
-            raise SystemExit(f"FAIL probe overlap at {t} threads: the FMA-alone pass ran "
-                             f"{flop / tf * 1e-9:.1f} GFLOP/s, above the peak {peaks[t]}")
-        if tb < 0.5 * max(tf, ts):
-            raise SystemExit(f"FAIL probe overlap at {t} threads: both {tb} s, less than "
-                             f"half of FMA alone {tf} s or stream alone {ts} s")
-        frac[t] = gbps / triads[t]
+        seen = [overlap_ok(figs[t], flop, peaks[t])]
+        while seen[-1] and EXE and len(seen) < 4:
+            p = run([EXE, "bench", "--quick", "--only", "probe", "--kernels",
+                     probe[0]["kernel"], "--threads", str(t)])
+            pk2, _ = header_peaks(p.stdout)
+            _, f2 = overlap_line(p.stdout)
+            seen.append(overlap_ok(f2[t], flop, pk2[t]))
+        if seen[-1]:
+            raise SystemExit(f"FAIL probe overlap at {t} threads, in {len(seen)} runs: "
+                             f"{seen}")
     for r in probe:
         oc = r.get("overlap_ceiling")
-        if oc is None or abs(oc - frac[r["threads"]]) > 2e-3 * oc + 6e-4:
+        want = figs[r["threads"]][6]
+        if oc is None or abs(oc - want) > 2e-3 * oc + 6e-4:
             raise SystemExit(f"FAIL probe row {r['kernel']} at {r['threads']} threads: "
-                             f"overlap_ceiling {oc}, the header's {frac[r['threads']]:.4f}")
+                             f"overlap_ceiling {oc}, the header's {want:.4f}")
     for r in rows:
         if r["bench"] != "probe" and "overlap_ceiling" in r:
             raise SystemExit(f"FAIL {r['bench']} row with overlap_ceiling")
@@ -387,6 +415,11 @@ def check(rows, kernels):
                             "which bf16 path ran (AMX or VDPBF16PS)")
         if not r["min_s"] <= r["median_s"] <= r["max_s"]:
             problems.append(f"{where}: min <= median <= max violated")
+        if r["bench"] == "probe":
+            oc = r.get("overlap_ceiling")
+            if not isinstance(oc, float) or not math.isfinite(oc) or oc <= 0:
+                problems.append(f"{where}: overlap_ceiling = {oc!r} is not a finite positive "
+                                "number")
         if r["bench"] in ("probe", "rope"):
             if "gbps" not in r:
                 problems.append(f"{where}: {r['bench']} row without gbps")

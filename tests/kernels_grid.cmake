@@ -18,6 +18,8 @@ function(rb_add_avx512_test name exe)
 endfunction()
 
 rb_add_avx512_test(kernels.exp512 test_exp512)
+# the probe-overlap block loop of `ropebench bench` (kernels/peak.c) against a scalar sum
+rb_add_avx512_test(kernels.overlap test_overlap)
 
 # the OpenBLAS kernel's portable exp (header only: runs on every machine)
 add_executable(test_exp_neg test_exp_neg.c)

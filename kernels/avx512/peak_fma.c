@@ -56,9 +56,22 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
            x3 = _mm512_set1_ps(4.0f), x4 = _mm512_set1_ps(5.0f), x5 = _mm512_set1_ps(6.0f),
            x6 = _mm512_set1_ps(7.0f), x7 = _mm512_set1_ps(8.0f), x8 = _mm512_set1_ps(9.0f),
            x9 = _mm512_set1_ps(10.0f), x10 = _mm512_set1_ps(11.0f), x11 = _mm512_set1_ps(12.0f);
-    const int64_t per = units > 0 ? (lines + units - 1) / units : lines;
-    int64_t l = 0;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    const int64_t chunks = n / 32;
+    int64_t l = 0, c = 0;
 #define OV_STEP(x) _mm512_fmadd_ps(x, a, b)
+#define OV_SUM_TO(end)                                                                    \
+    for (; c < (end); c++) {                                                              \
+        s0 = _mm512_add_ps(s0, _mm512_load_ps(k + 32 * c));                               \
+        s1 = _mm512_add_ps(s1, _mm512_load_ps(k + 32 * c + 16));                          \
+        s2 = _mm512_add_ps(s2, _mm512_load_ps(v + 32 * c));                               \
+        s3 = _mm512_add_ps(s3, _mm512_load_ps(v + 32 * c + 16));                          \
+    }
+#define OV_PF_TO(end)                                                                     \
+    for (; pk && l < (end); l++) {                                                        \
+        _mm_prefetch(pk + 64 * l, _MM_HINT_T0);                                           \
+        _mm_prefetch(pv + 64 * l, _MM_HINT_T0);                                           \
+    }
     for (int64_t u = 0; u < units; u++) {
         for (int r = 0; r < 4; r++) {
             PEAK_STEP6(OV_STEP, x0, x1, x2, x3, x4, x5);
@@ -66,25 +79,14 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
             __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));
             __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
         }
-        if (pk)
-            for (int64_t e = 0; e < per && l < lines; e++, l++) {
-                _mm_prefetch(pk + 64 * l, _MM_HINT_T0);
-                _mm_prefetch(pv + 64 * l, _MM_HINT_T0);
-            }
+        OV_PF_TO((u + 1) * lines / units);
+        OV_SUM_TO((u + 1) * chunks / units);
     }
+    OV_PF_TO(lines); /* units 0: all at once */
+    OV_SUM_TO(chunks);
+#undef OV_PF_TO
+#undef OV_SUM_TO
 #undef OV_STEP
-    if (pk) /* units 0: the whole block ahead at once */
-        for (; l < lines; l++) {
-            _mm_prefetch(pk + 64 * l, _MM_HINT_T0);
-            _mm_prefetch(pv + 64 * l, _MM_HINT_T0);
-        }
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t i = 0; i + 32 <= n; i += 32) {
-        s0 = _mm512_add_ps(s0, _mm512_load_ps(k + i));
-        s1 = _mm512_add_ps(s1, _mm512_load_ps(k + i + 16));
-        s2 = _mm512_add_ps(s2, _mm512_load_ps(v + i));
-        s3 = _mm512_add_ps(s3, _mm512_load_ps(v + i + 16));
-    }
     __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
                              _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
     s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));

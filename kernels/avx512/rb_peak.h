@@ -27,11 +27,13 @@ double rb_peak_dpbf16_avx512(int64_t iters, float seed);
 double rb_attn_avx512_tiles(int64_t iters, float seed);
 
 /* rb_overlap_block_avx512: one block of rb_overlap_probe (kernels/peak.c) on the calling
- * thread: `units` units of the FMA probe's 12 chains (48 zmm FMAs, 1,536 FLOP each),
- * with `lines` 64-byte lines from each of pk and pv (NULL: none) prefetched (PREFETCHT0)
- * spread evenly over the units (all at once when units is 0), then the sum of n floats
- * of k and of v (64-byte aligned, n a multiple of 32). Returns a value that depends on
- * every FMA and every float read. Needs AVX-512F and OS ZMM state. */
+ * thread: `units` units of the FMA probe's 12 chains (48 zmm FMAs, 1,536 FLOP each);
+ * after unit u, the prefetches (PREFETCHT0) of lines up to (u + 1) * lines / units of
+ * pk and of pv (NULL: none) and the sums of the 32-float chunks of k and of v up to
+ * (u + 1) * (n / 32) / units, so that both are spread evenly over the arithmetic (all
+ * at once when units is 0). k and v 64-byte aligned, n a multiple of 32. Returns a
+ * value that depends on every FMA and every float read. Needs AVX-512F and OS ZMM
+ * state. */
 double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, int64_t lines,
                                const float *k, const float *v, int64_t n);
 
