@@ -124,7 +124,8 @@ typedef struct {
 
 /* The /bench group of `ropebench bench -o` (docs/results-format.md), n = 0 if absent. */
 enum { RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS, RP_BENCH_MEDIAN,
-       RP_BENCH_GFLOPS, RP_BENCH_GBPS, RP_BENCH_FRACTION, RP_BENCH_CV };
+       RP_BENCH_GFLOPS, RP_BENCH_GBPS, RP_BENCH_FRACTION, RP_BENCH_CV,
+       RP_BENCH_OVERLAP };
 extern const rp_tab_spec rp_bench_spec;
 typedef struct {
     rp_tab t;                      /* numeric columns (rp_bench_spec) */

@@ -760,8 +760,9 @@ const rp_tab_spec rp_tab_specs[RP_TAB_COUNT] = {
 };
 
 /* rp_bench_spec: see report_int.h. */
-const rp_tab_spec rp_bench_spec = {"bench", 8, {"head_dim", "seq_len", "threads", "median_s",
-                                                "gflops", "gbps", "fraction_of_peak", "cv"}};
+const rp_tab_spec rp_bench_spec = {"bench", 9, {"head_dim", "seq_len", "threads", "median_s",
+                                                "gflops", "gbps", "fraction_of_peak", "cv",
+                                                "overlap_ceiling"}};
 
 static void tab_free(rp_tab *t)
 {

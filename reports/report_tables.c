@@ -308,7 +308,8 @@ static const char *attr_value(const rp_attrs *as, const char *name)
 void rp_write_bench(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "threads",
-                                 "median s", "GFLOP/s", "GB/s", "% of peak", "peak"};
+                                 "median s", "GFLOP/s", "GB/s", "% of peak", "peak",
+                                 "ideal % of triad"};
     const rp_bench *b = &f->bench;
     if (b->t.n <= 0)
         return;
@@ -317,7 +318,11 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
     fprintf(o, "The /bench group written by ropebench bench -o (docs/bench.md): the median of "
                "the timed calls of each row. %% of peak is GFLOP/s over the FMA peak of the "
                "row's thread count for causal rows, and GB/s over the triad bandwidth for "
-               "probe and rope rows (column peak), both measured by the same bench run.");
+               "probe and rope rows (column peak), both measured by the same bench run. "
+               "Ideal %% of triad (probe rows) is what the same run's probe overlap reached: "
+               "the probe's FLOP as FMA chains with its K and V read between them, about what "
+               "a kernel doing that arithmetic near the FMA peak and nothing else could show "
+               "(n/a in files from before 2026-12-02).");
     static const char *pk[] = {"peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                                "triad_gbps_all", "tile_ceiling_gflops_1thread",
                                "dpbf16_peak_gflops_1thread"};
@@ -358,6 +363,7 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
             rp_cell_num(o, html, b->t.col[num[j]][i], fmt[j]);
         rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_FRACTION][i], "%.1f");
         rp_cell_text(o, html, isnan(b->t.col[RP_BENCH_GBPS][i]) ? "FMA" : "triad");
+        rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_OVERLAP][i], "%.1f");
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
