@@ -239,7 +239,7 @@ int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double ou
     const size_t bytes = (size_t)nb * OV_BLOCK_FLOATS * sizeof(float);
     float *k = NULL, *v = NULL;
     int rc = -1;
-    if (nb < 1 || !(flop >= 0) || !isfinite(flop))
+    if (nb < 1 || !(flop >= 0) || !(flop <= 1e18))
         goto cleanup;
     k = rb_kernels_alloc(bytes);
     v = rb_kernels_alloc(bytes);

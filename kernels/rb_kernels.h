@@ -342,7 +342,7 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * machine overlaps; bytes / out[2] is about the stream rate a kernel doing that
  * arithmetic at out[0]'s rate (near the FMA peak) and no other work could reach.
  * Returns 0, or -1 (out untouched) when bytes_per_array is under one block, flop is
- * negative or not finite, or the arrays cannot be allocated. */
+ * negative, NaN or above 1e18, or the arrays cannot be allocated. */
 int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3]);
 
 /* ---------------------------------------------------------------------------------

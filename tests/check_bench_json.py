@@ -224,14 +224,14 @@ def overlap_line(out):
 def overlap_ok(fig, flop, peak):
     """Physical bounds of one thread count's figures: the FMA-alone pass cannot run the
     probe's FLOP much faster than the FMA peak of the same run (25 %: the two are timed
-    apart), and doing both cannot take much less than the longer part alone (20 %: each
-    is the best of 4 of its own, so a slow spell in one pass can tilt them). A pass that
+    apart), and doing both cannot take much less than the longer part alone (each
+    is the best of 4 of its own, so a slow spell in one pass can tilt them: 30 %). A pass that
     skipped its work breaks one of them. '' when they hold, else why not."""
     tf, _, _, ts, tb, _, _ = fig
     if flop / tf * 1e-9 > 1.25 * peak:
         return f"the FMA-alone pass ran {flop / tf * 1e-9:.1f} GFLOP/s, above the peak {peak}"
-    if tb < 0.8 * max(tf, ts):
-        return f"both {tb} s, less than 0.8 x max(FMA alone {tf} s, stream alone {ts} s)"
+    if tb < 0.7 * max(tf, ts):
+        return f"both {tb} s, less than 0.7 x max(FMA alone {tf} s, stream alone {ts} s)"
     return ""
 
 
@@ -253,7 +253,9 @@ def check_overlap(out, rows):
     for t, (tf, gf, gfr, ts, tb, gbps, fr) in figs.items():
         # (times printed to 4 significant digits, rates to 1-2 decimals, fractions to 3)
         want = flop / tf * 1e-9
-        if abs(gf - want) > 1e-3 * want + 0.06 or abs(gfr - gf / peaks[t]) > 1e-3 * gfr + 6e-4:
+        # (gf and the peak to 0.05 each, so gf / peak to (0.05 + 0.05 gfr) / peak)
+        if abs(gf - want) > 1e-3 * want + 0.06 or \
+                abs(gfr - gf / peaks[t]) > 0.051 * (1 + gfr) / peaks[t] + 6e-4:
             raise SystemExit(f"FAIL probe overlap at {t} threads: {gf} GFLOP/s = {gfr} of "
                              f"peak, expected {want} and / {peaks[t]}:\n{line}")
         want = nbytes / tb * 1e-9
@@ -417,7 +419,8 @@ def check(rows, kernels):
             problems.append(f"{where}: min <= median <= max violated")
         if r["bench"] == "probe":
             oc = r.get("overlap_ceiling")
-            if not isinstance(oc, float) or not math.isfinite(oc) or oc <= 0:
+            if not isinstance(oc, (int, float)) or isinstance(oc, bool) or \
+                    not math.isfinite(oc) or oc <= 0:
                 problems.append(f"{where}: overlap_ceiling = {oc!r} is not a finite positive "
                                 "number")
         if r["bench"] in ("probe", "rope"):

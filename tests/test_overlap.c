@@ -81,6 +81,8 @@ int main(void)
           "rb_overlap_probe with flop -1 must return -1, out untouched");
     check(rb_overlap_probe(1, 1 << 20, NAN, out) == -1 && out[0] == -7,
           "rb_overlap_probe with flop NaN must return -1, out untouched");
+    check(rb_overlap_probe(1, 1 << 20, 1e30, out) == -1 && out[0] == -7,
+          "rb_overlap_probe with flop 1e30 (units past int64) must return -1, out untouched");
     for (int t = 1; t <= 2; t++) {
         const int rc = rb_overlap_probe(t, (size_t)4 << 20, 5e7, out);
         check(rc == 0 && out[0] > 0 && out[1] > 0 && out[2] > 0 && isfinite(out[2]),
