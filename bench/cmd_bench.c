@@ -69,6 +69,7 @@ typedef struct {
      * others: ov_threads[i]), where they are: seconds of FMA alone, stream alone, both */
     int n_ov, ov_threads[MAX_THREADS + 2];
     double ov[MAX_THREADS + 2][3];
+    double ov_flop, ov_bytes; /* the probe rows' FLOP and K+V bytes it measured with */
 } bench_peaks;
 
 static double now_s(void)
@@ -870,8 +871,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     row_peaks(pk, o, r);
                     for (int i = 0; i < pk->n_ov; i++)
                         if (pk->ov_threads[i] == r->threads)
-                            r->overlap_ceiling = 2.0 * (double)n_keys * d * sizeof(float) /
-                                                 pk->ov[i][2] * 1e-9 / r->triad_gbps;
+                            r->overlap_ceiling = pk->ov_bytes / pk->ov[i][2] * 1e-9 / r->triad_gbps;
                     rl->n++;
                 }
             }
@@ -1208,11 +1208,13 @@ int rb_cmd_bench(int argc, char **argv)
          * interleaved with a stream of their K and V bytes */
         if (o.do_probe && o.n_kernels > 0) {
             const size_t kv = (size_t)probe_keys(&o) * PROBE_D * sizeof(float);
-            const double flop = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D);
+            pk.ov_flop = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D);
+            pk.ov_bytes = 2.0 * (double)kv;
             if (!o.quick) fprintf(stderr, "bench: probe overlap (FMA chains under a stream)\n");
             for (int i = 0; i < o.n_threads; i++) {
                 pk.ov_threads[pk.n_ov] = o.threads[i];
-                if (flop < 0 || rb_overlap_probe(o.threads[i], kv, flop, pk.ov[pk.n_ov])) {
+                if (pk.ov_flop < 0 ||
+                    rb_overlap_probe(o.threads[i], kv, pk.ov_flop, pk.ov[pk.n_ov])) {
                     fprintf(stderr, "ropebench: bench: probe overlap: cannot allocate 2 x %zu "
                                     "bytes\n", kv);
                     code = RB_EXIT_FAIL;
@@ -1268,7 +1270,6 @@ int rb_cmd_bench(int argc, char **argv)
             for (int i = 0; i < pk.n_other; i++)
                 thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
             probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr);
-            const double kvb = 2.0 * (double)probe_keys(&o) * PROBE_D * sizeof(float);
             printf("# probe overlap (the probe's FLOP as FMA chains and its K and V read once, "
                    "evenly interleaved, no attention: about an ideal kernel's time):");
             for (int i = 0; i < pk.n_ov; i++) {
@@ -1276,12 +1277,12 @@ int rb_cmd_bench(int argc, char **argv)
                 double triad = NAN, peak = NAN;
                 for (int j = 0; j < n; j++)
                     if (thr[j] == t) triad = tr[j], peak = pe[j];
-                const double gf = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D) / pk.ov[i][0] * 1e-9;
+                const double gf = pk.ov_flop / pk.ov[i][0] * 1e-9,
+                             gb = pk.ov_bytes / pk.ov[i][2] * 1e-9;
                 printf("%s %d thread%s: FMA alone %.4g s (%.1f GFLOP/s = %.3f of peak), stream "
                        "alone %.4g s, both %.4g s = %.2f GB/s = %.3f of the triad",
                        i ? ";" : "", t, t == 1 ? "" : "s", pk.ov[i][0], gf, gf / peak,
-                       pk.ov[i][1], pk.ov[i][2], kvb / pk.ov[i][2] * 1e-9,
-                       kvb / pk.ov[i][2] * 1e-9 / triad);
+                       pk.ov[i][1], pk.ov[i][2], gb, gb / triad);
             }
             printf("\n");
         }

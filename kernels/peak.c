@@ -195,25 +195,18 @@ cleanup:
 #define OV_AHEAD 2
 
 /* overlap_block_c: rb_overlap_block_avx512 in plain C (chunks of 16 floats): a unit is
- * 6 iterations of 8 chains of 16 floats (768 FMAs of one lane each, 1,536 FLOP). */
+ * peak_loop_c's 6 iterations (8 chains of 16 floats, 1,536 FLOP), its chains started
+ * anew each unit. */
 static double overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
                               const float *k, const float *v, int64_t n)
 {
-    float acc[8][16], sum[16] = {0};
-    const float a = 0.999999f, b = 1e-7f;
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 16; j++)
-            acc[i][j] = (float)(i + j);
+    float sum[16] = {0};
+    double r = 0;
     const int64_t chunks = n / 16;
     int64_t l = 0, c = 0;
     for (int64_t u = 0; u <= units; u++) { /* u == units: what is left (all, for 0 units) */
         if (u < units)
-            for (int it = 0; it < 6; it++) {
-                __asm__ volatile("" : : "r"(acc) : "memory");
-                for (int i = 0; i < 8; i++)
-                    for (int j = 0; j < 16; j++)
-                        acc[i][j] = acc[i][j] * a + b;
-            }
+            r += peak_loop_c(6, 1.0f);
         const int64_t lend = u < units ? (u + 1) * lines / units : lines;
         const int64_t cend = u < units ? (u + 1) * chunks / units : chunks;
         for (; pk && l < lend; l++) {
@@ -224,12 +217,8 @@ static double overlap_block_c(int64_t units, const char *pk, const char *pv, int
             for (int j = 0; j < 16; j++)
                 sum[j] += k[16 * c + j] + v[16 * c + j];
     }
-    double r = 0;
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < 16; j++)
         r += sum[j];
-        for (int i = 0; i < 8; i++)
-            r += acc[i][j];
-    }
     return r;
 }
 

@@ -2,6 +2,18 @@
 # independent numpy recomputation from the dumped inputs, and agreement across rank
 # counts and sharding layouts; the attention factor's effect on the entropy.
 set(RB_MW ${CMAKE_CURRENT_BINARY_DIR}/cli)
+
+# rb_metrics_np12(name args...): `ropebench run -q args... -o ${RB_MW}/name_npN.h5` on 1
+# and on 2 ranks, as tests e2e_name_np1 and e2e_name_np2, each the setup of the fixture
+# of its own name without e2e_ (name_np1, name_np2), for comparisons of the two files.
+function(rb_metrics_np12 name)
+  foreach(np 1 2)
+    rb_add_mpi_test(NAME e2e_${name}_np${np} NP ${np} COMMAND ${RB_EXE} run -q ${ARGN}
+      -o ${RB_MW}/${name}_np${np}.h5)
+    set_tests_properties(e2e_${name}_np${np} PROPERTIES FIXTURES_SETUP ${name}_np${np})
+  endforeach()
+endfunction()
+
 rb_add_test(NAME metrics_oracle_np1 COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/small_np1.h5)
 set_tests_properties(metrics_oracle_np1 PROPERTIES FIXTURES_REQUIRED small_np1)
@@ -19,13 +31,10 @@ endforeach()
 # (a question of fp32 rounding across rank counts, not of memory: the default preset
 # only, which keeps the asan preset near 25 minutes)
 if(NOT RB_SANITIZE)
-  foreach(np 1 2)
-    rb_add_mpi_test(NAME e2e_entropy_err_heads_np${np} NP ${np} COMMAND ${RB_EXE} run -q
-      --set study.modes=probe --set study.probe_seq_lens=8192 --set study.probe_rows=8191
-      --set model.head_dim=64 --set scaling.methods=yarn --set study.datasets=gaussian
-      --set study.heads=2 -o ${RB_MW}/entropy_err_heads_np${np}.h5)
-    set_tests_properties(e2e_entropy_err_heads_np${np} PROPERTIES FIXTURES_SETUP entropy_err_heads_np${np})
-  endforeach()
+  rb_metrics_np12(entropy_err_heads
+    --set study.modes=probe --set study.probe_seq_lens=8192 --set study.probe_rows=8191
+    --set model.head_dim=64 --set scaling.methods=yarn --set study.datasets=gaussian
+    --set study.heads=2)
   rb_add_test(NAME metrics_entropy_err_heads_ranks COMMAND ${RB_PYTHON}
     ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/entropy_err_heads_np1.h5
     ${RB_MW}/entropy_err_heads_np2.h5)
@@ -57,12 +66,8 @@ set_tests_properties(metrics_oracle_single_pair_bins PROPERTIES
 # ~16 there, where one fp32 ulp is 1.9e-6: a balance cut in the middle of a key block
 # and a packed short block at the end of a call put the needle row 1.1e-5 nats and
 # metric 7's entropy error 1.02e-5 from the 1-rank run.
-foreach(np 1 2)
-  rb_add_mpi_test(NAME e2e_needle_1m_np${np} NP ${np} COMMAND ${RB_EXE} run -q
-    --set study.modes=probe --set scaling.methods=yarn --set study.datasets=needle
-    --set study.threads=1 -o ${RB_MW}/needle_1m_np${np}.h5)
-  set_tests_properties(e2e_needle_1m_np${np} PROPERTIES FIXTURES_SETUP needle_1m_np${np})
-endforeach()
+rb_metrics_np12(needle_1m --set study.modes=probe --set scaling.methods=yarn
+  --set study.datasets=needle --set study.threads=1)
 rb_add_test(NAME e2e_needle_1m_rows COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/compare_results.py ${RB_MW}/needle_1m_np1.h5
   ${RB_MW}/needle_1m_np2.h5)

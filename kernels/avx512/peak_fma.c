@@ -3,29 +3,36 @@
 
 #include <immintrin.h>
 
-/* PEAK_LOOP: the body of a peak loop whose step is x = STEP(x) on each of 12
- * accumulators (six at a time, PEAK_STEP6) started at seed + i; the asm statements keep
- * each chain as written (no algebraic shortcut across iterations), and the result
- * depends on every chain. */
+/* The 12 accumulators x0..x11 of a peak loop, started at seed + i (PEAK_CHAINS); one
+ * step x = STEP(x) of each (PEAK_ROUND: six at a time, PEAK_STEP6, the asm statements
+ * keeping each chain as written, with no algebraic shortcut across steps); their sum as
+ * one vector (PEAK_SUM). PEAK_LOOP: the body of a loop of `iters` rounds, returning a
+ * value that depends on every chain. */
 #define PEAK_STEP6(S, a, b, c, d, e, f)                                                   \
     (a = S(a), b = S(b), c = S(c), d = S(d), e = S(e), f = S(f))
-#define PEAK_LOOP(STEP)                                                                   \
-    __m512 x0 = _mm512_set1_ps(seed), x1 = _mm512_set1_ps(seed + 1),                      \
-           x2 = _mm512_set1_ps(seed + 2), x3 = _mm512_set1_ps(seed + 3),                  \
-           x4 = _mm512_set1_ps(seed + 4), x5 = _mm512_set1_ps(seed + 5),                  \
-           x6 = _mm512_set1_ps(seed + 6), x7 = _mm512_set1_ps(seed + 7),                  \
-           x8 = _mm512_set1_ps(seed + 8), x9 = _mm512_set1_ps(seed + 9),                  \
-           x10 = _mm512_set1_ps(seed + 10), x11 = _mm512_set1_ps(seed + 11);              \
-    for (int64_t it = 0; it < iters; it++) {                                              \
+#define PEAK_CHAINS(seed)                                                                 \
+    __m512 x0 = _mm512_set1_ps(seed), x1 = _mm512_set1_ps((seed) + 1),                    \
+           x2 = _mm512_set1_ps((seed) + 2), x3 = _mm512_set1_ps((seed) + 3),              \
+           x4 = _mm512_set1_ps((seed) + 4), x5 = _mm512_set1_ps((seed) + 5),              \
+           x6 = _mm512_set1_ps((seed) + 6), x7 = _mm512_set1_ps((seed) + 7),              \
+           x8 = _mm512_set1_ps((seed) + 8), x9 = _mm512_set1_ps((seed) + 9),              \
+           x10 = _mm512_set1_ps((seed) + 10), x11 = _mm512_set1_ps((seed) + 11)
+#define PEAK_ROUND(STEP)                                                                  \
+    do {                                                                                  \
         PEAK_STEP6(STEP, x0, x1, x2, x3, x4, x5);                                         \
         PEAK_STEP6(STEP, x6, x7, x8, x9, x10, x11);                                       \
         __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));         \
         __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));       \
-    }                                                                                     \
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)), \
-                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7))); \
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));  \
-    return (double)_mm512_reduce_add_ps(s)
+    } while (0)
+#define PEAK_SUM()                                                                        \
+    _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)), \
+                                _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7))), \
+                  _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)))
+#define PEAK_LOOP(STEP)                                                                   \
+    PEAK_CHAINS(seed);                                                                    \
+    for (int64_t it = 0; it < iters; it++)                                                \
+        PEAK_ROUND(STEP);                                                                 \
+    return (double)_mm512_reduce_add_ps(PEAK_SUM())
 
 double rb_peak_fma_avx512(int64_t iters, float seed)
 {
@@ -52,10 +59,7 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
 {
     /* the FMA probe's chains (a*x + b stays finite), 4 rounds of 12 per unit */
     const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    __m512 x0 = _mm512_set1_ps(1.0f), x1 = _mm512_set1_ps(2.0f), x2 = _mm512_set1_ps(3.0f),
-           x3 = _mm512_set1_ps(4.0f), x4 = _mm512_set1_ps(5.0f), x5 = _mm512_set1_ps(6.0f),
-           x6 = _mm512_set1_ps(7.0f), x7 = _mm512_set1_ps(8.0f), x8 = _mm512_set1_ps(9.0f),
-           x9 = _mm512_set1_ps(10.0f), x10 = _mm512_set1_ps(11.0f), x11 = _mm512_set1_ps(12.0f);
+    PEAK_CHAINS(1.0f);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     const int64_t chunks = n / 32;
     int64_t l = 0, c = 0;
@@ -73,12 +77,8 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
         _mm_prefetch(pv + 64 * l, _MM_HINT_T0);                                           \
     }
     for (int64_t u = 0; u < units; u++) {
-        for (int r = 0; r < 4; r++) {
-            PEAK_STEP6(OV_STEP, x0, x1, x2, x3, x4, x5);
-            PEAK_STEP6(OV_STEP, x6, x7, x8, x9, x10, x11);
-            __asm__("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5));
-            __asm__("" : "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
-        }
+        for (int r = 0; r < 4; r++)
+            PEAK_ROUND(OV_STEP);
         OV_PF_TO((u + 1) * lines / units);
         OV_SUM_TO((u + 1) * chunks / units);
     }
@@ -87,9 +87,6 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
 #undef OV_PF_TO
 #undef OV_SUM_TO
 #undef OV_STEP
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
-                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    return (double)_mm512_reduce_add_ps(s);
+    return (double)_mm512_reduce_add_ps(
+        _mm512_add_ps(PEAK_SUM(), _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3))));
 }
