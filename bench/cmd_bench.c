@@ -55,6 +55,8 @@ typedef struct {
     double gflops, gbps; /* gbps NAN where it does not apply */
     double peak_gflops, triad_gbps, fraction;
     double overlap_ceiling; /* probe rows: rb_overlap_probe's stream rate / triad; else NAN */
+    rb_probe_profile *prof; /* probe rows of a kernel that records one: one more call with
+                             * the key-outer timers (probe_profile); else NULL */
 } bench_row;
 
 typedef struct {
@@ -459,6 +461,89 @@ static void print_table(FILE *f, const bench_row *rows, int n)
     }
 }
 
+/* prof_rows: the rows of profile class cl, [lo, hi] (hi -1: no bound). */
+static void prof_rows(int cl, int64_t *lo, int64_t *hi)
+{
+    *lo = (int64_t)1 << cl;
+    *hi = cl == RB_PROF_CLASSES - 1 ? -1 : ((int64_t)2 << cl) - 1;
+}
+
+/* print_breakdown: `#` lines with the probe rows' profiles (rows with r->prof), one line
+ * per class of key block that has blocks and one per row for the whole call. */
+static void print_breakdown(FILE *f, const bench_row *rows, int n)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= rows[i].prof != NULL;
+    if (!any)
+        return;
+    fprintf(f, "# probe breakdown: one more call of each probe row with time-stamp counter "
+               "timers around every key block; blocks of 64 keys by the query rows that see "
+               "them (at or after the block's first key); time = thread-seconds (summed over "
+               "threads); ns per pair computed (rows x keys, masked pairs included); other = "
+               "positions, packing and the prefetch schedule; K+V GB/s = the class's keys' K "
+               "and V bytes over its time\n");
+    fprintf(f, "# %-11s %-5s %7s %9s %7s %8s %9s %9s %8s %8s %7s %11s %7s %9s %9s\n", "kernel",
+            "dtype", "threads", "rows", "blocks", "keys", "pairs", "time[s]", "share[%]",
+            "ns/pair", "qk[ns]", "softmax[ns]", "pv[ns]", "other[ns]", "K+V[GB/s]");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        const rb_probe_profile *p = r->prof;
+        if (!p)
+            continue;
+        const double spt = p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
+        double all = 0;
+        for (int c = 0; c < RB_PROF_CLASSES; c++)
+            all += (double)p->ticks[c] * spt;
+        for (int c = 0; c < RB_PROF_CLASSES; c++) {
+            if (!p->blocks[c])
+                continue;
+            int64_t lo, hi;
+            prof_rows(c, &lo, &hi);
+            char rr[32];
+            if (hi < 0) snprintf(rr, sizeof rr, "%lld+", (long long)lo);
+            else snprintf(rr, sizeof rr, "%lld-%lld", (long long)lo, (long long)hi);
+            const double t = (double)p->ticks[c] * spt, pr = (double)p->pairs[c],
+                         qk = (double)p->ticks_qk[c] * spt, sm = (double)p->ticks_softmax[c] * spt,
+                         pv = (double)p->ticks_pv[c] * spt;
+            fprintf(f, "# %-11s %-5s %7d %9s %7lld %8lld %9lld %9.5f %8.1f %8.2f %7.2f %11.2f "
+                       "%7.2f %9.2f %9.2f\n",
+                    r->kernel, r->dtype, r->threads, rr, (long long)p->blocks[c],
+                    (long long)p->keys[c], (long long)p->pairs[c], t,
+                    all > 0 ? 100 * t / all : 0.0, 1e9 * t / pr, 1e9 * qk / pr, 1e9 * sm / pr,
+                    1e9 * pv / pr, 1e9 * (t - qk - sm - pv) / pr,
+                    t > 0 ? 2.0 * (double)p->keys[c] * r->head_dim * sizeof(float) / t * 1e-9
+                          : 0.0);
+        }
+        fprintf(f, "# %-11s %-5s %7d   the call: %.5f s wall (median of the row %.5f s); its "
+                   "blocks %.5f thread-s = %.1f %% of %d x the wall\n",
+                r->kernel, r->dtype, r->threads, p->call_s, r->median_s, all,
+                p->call_s > 0 ? 100 * all / (r->threads * p->call_s) : 0.0, r->threads);
+    }
+}
+
+/* json_breakdown: the "breakdown" member of a probe row with a profile (seconds). */
+static void json_breakdown(FILE *f, const rb_probe_profile *p)
+{
+    const double spt = p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
+    fprintf(f, "\"breakdown\": {\"call_s\": %.9g, \"classes\": [", p->call_s);
+    int k = 0;
+    for (int c = 0; c < RB_PROF_CLASSES; c++) {
+        if (!p->blocks[c])
+            continue;
+        int64_t lo, hi;
+        prof_rows(c, &lo, &hi);
+        fprintf(f, "%s{\"rows_min\": %lld, \"rows_max\": %lld, \"blocks\": %lld, "
+                   "\"keys\": %lld, \"pairs\": %lld, \"s\": %.9g, \"qk_s\": %.9g, "
+                   "\"softmax_s\": %.9g, \"pv_s\": %.9g}",
+                k++ ? ", " : "", (long long)lo, (long long)hi, (long long)p->blocks[c],
+                (long long)p->keys[c], (long long)p->pairs[c], (double)p->ticks[c] * spt,
+                (double)p->ticks_qk[c] * spt, (double)p->ticks_softmax[c] * spt,
+                (double)p->ticks_pv[c] * spt);
+    }
+    fprintf(f, "]}, ");
+}
+
 static int write_json(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
                       FILE *f)
 {
@@ -476,6 +561,8 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
         if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
         if (!isnan(r->overlap_ceiling))
             fprintf(f, "\"overlap_ceiling\": %.9g, ", r->overlap_ceiling);
+        if (r->prof)
+            json_breakdown(f, r->prof);
         fprintf(f, "\"peak_gflops\": %.9g, \"triad_gbps\": %.9g, \"fraction_of_peak\": %.9g, "
                    "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
                 r->peak_gflops, r->triad_gbps, r->fraction, isnan(r->gbps) ? "peak_gflops"
@@ -775,6 +862,30 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
     return r;
 }
 
+/* probe_profile: one more call of probe row r (after its timed ones, so that the timers
+ * change none of them) with the key-outer profile on (rb_probe_profile_set); r->prof
+ * keeps it, or stays NULL when the kernel records none (not an AVX-512 kernel, or a
+ * build without them). 0, or RB_ENOMEM. */
+static int probe_profile(const bench_fn *f, bench_row *r)
+{
+    rb_probe_profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return RB_ENOMEM;
+    if (!rb_probe_profile_set(p)) {
+        free(p);
+        return 0;
+    }
+    if (f->prepare) f->prepare(f->ctx);
+    const int bad = f->call(f->ctx);
+    rb_probe_profile_set(NULL);
+    if (bad || p->call_count == 0) {
+        free(p);
+        return bad ? RB_ENOMEM : 0;
+    }
+    r->prof = p;
+    return 0;
+}
+
 static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 {
     int64_t Ls[MAX_SHAPES] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
@@ -865,7 +976,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
-                    if ((rc = measure(o, &f, r))) break;
+                    if ((rc = measure(o, &f, r)) || (rc = probe_profile(&f, r))) break;
                     r->gflops = 4.0 * d * visible / r->median_s * 1e-9;
                     r->gbps = 2.0 * (double)n_keys * d * sizeof(float) / r->median_s * 1e-9;
                     row_peaks(pk, o, r);
@@ -1290,6 +1401,7 @@ int rb_cmd_bench(int argc, char **argv)
         for (int i = 0; i < o.n_kernels; i++)
             printf("# kernel %s: %s\n", o.kernels[i].name, o.kernels[i].detail);
         print_table(stdout, rl.rows, rl.n);
+        print_breakdown(stdout, rl.rows, rl.n);
         fflush(stdout);
     }
     if (jf && (fflush(jf) || ftruncate(fileno(jf), 0))) {
@@ -1324,6 +1436,8 @@ cleanup:
         fprintf(stderr, "ropebench: bench: --json %s: write failed\n", o.json);
         code = RB_EXIT_FAIL;
     }
+    for (int i = 0; i < rl.n; i++)
+        free(rl.rows[i].prof);
     free(rl.rows);
     if (mpi_up) MPI_Finalize();
     return code;

@@ -181,6 +181,18 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
 #ifndef RB_HAVE_AVX512_BF16
 static const char *detail_not_built(void) { return "not built"; }
 #endif
+
+/* rb_probe_profile_set: see rb_kernels.h. */
+int rb_probe_profile_set(rb_probe_profile *p)
+{
+#ifdef RB_HAVE_AVX512_FP32
+    rb_probe_profile_set_avx512(p);
+    return 1;
+#else
+    (void)p;
+    return 0;
+#endif
+}
 static const char *detail_avx512(void)
 {
     return "AVX-512F fp32 register-blocked QK^T and PV, vectorized exp";

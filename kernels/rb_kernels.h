@@ -345,6 +345,40 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * negative, NaN or above 1e18, or the arrays cannot be allocated. */
 int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3]);
 
+/* rb_probe_profile: where the AVX-512 kernels' key-outer (probe) order spends its time,
+ * by class of key block. Class c holds the blocks of 64 keys (fewer for a call's last)
+ * that n query rows see, 2^c <= n < 2^(c+1), the last class every n from
+ * 2^(RB_PROF_CLASSES-1) up; n counts the rows at or after the block's first key position,
+ * so a row whose position falls inside the block counts (its later keys masked) and
+ * blocks no row sees are not there. Per class: blocks, keys and pairs (n times the
+ * block's keys: the pairs computed, masked ones included), and time-stamp counter ticks
+ * (rdtsc), summed over the threads: `ticks` for the whole of each block's work (its
+ * positions, its packing or copying, the prefetch schedule and the three phases), of
+ * which `ticks_qk` the scores (with the L1 prefetch of K rows read in place),
+ * `ticks_softmax` the softmax and `ticks_pv` PV (with the L1 prefetch of V rows read in
+ * place). call_ticks and call_s: the calling thread's ticks and wall seconds
+ * (CLOCK_MONOTONIC) from the start of each key-outer pass to the end of its merges,
+ * summed over the calls recorded (call_count), so that call_s / call_ticks converts
+ * ticks to seconds. */
+#define RB_PROF_CLASSES 12
+typedef struct {
+    int64_t blocks[RB_PROF_CLASSES], keys[RB_PROF_CLASSES], pairs[RB_PROF_CLASSES];
+    uint64_t ticks[RB_PROF_CLASSES], ticks_qk[RB_PROF_CLASSES],
+        ticks_softmax[RB_PROF_CLASSES], ticks_pv[RB_PROF_CLASSES];
+    uint64_t call_ticks;
+    double call_s;
+    int64_t call_count;
+} rb_probe_profile;
+
+/* rb_probe_profile_set: the calls of the AVX-512 kernels that take the key-outer order
+ * (rb_attn_tile_avx512 and the avx512_bf16 kernel on few rows against many keys, their
+ * probe forms always) add to *p from now on; NULL stops it. The caller zeroes *p first.
+ * One profile per process: not for calls running concurrently from several threads of
+ * the caller. The timers cost four rdtsc per block (16,384 blocks at 1M keys) and are
+ * not read at all when no profile is set. Returns 1 when this build has the AVX-512
+ * kernels (the only ones that record), else 0 (nothing set). */
+int rb_probe_profile_set(rb_probe_profile *p);
+
 /* ---------------------------------------------------------------------------------
  * Metrics (kernels/ref/metrics_phase.c: analytic; kernels/ref/metrics_probe.c:
  * data-driven). Notation: theta_j = inv_freq_base[j], theta'_j = inv_freq[j],

@@ -286,6 +286,84 @@ def check_overlap(out, rows):
             raise SystemExit(f"FAIL {r['bench']} row with overlap_ceiling")
 
 
+def probe_classes(n, P=128, classes=12):
+    """The probe profile's classes computed here from the probe's shape: keys at positions
+    0..n-1 in blocks of 64, P log-spaced query positions (probe_size's); a block is seen
+    by the rows at or after its first key, and class c holds the blocks 2^c <= rows <
+    2^(c+1) see (the last every count from 2^(classes-1)). {c: [blocks, keys, pairs]}."""
+    pos = []
+    for i in range(P):
+        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
+        if not pos or v != pos[-1]:
+            pos.append(v)
+    out = {}
+    for b0 in range(0, n, 64):
+        cnt = min(64, n - b0)
+        nr = sum(1 for p in pos if p >= b0)
+        if nr == 0:
+            continue
+        c = min(nr.bit_length() - 1, classes - 1)
+        e = out.setdefault(c, [0, 0, 0])
+        e[0] += 1
+        e[1] += cnt
+        e[2] += nr * cnt
+    return out
+
+
+def check_breakdown(out, rows):
+    """The probe rows' `breakdown` (rb_probe_profile, one more call with timers) against
+    what is computed here: the AVX-512 kernels' probe rows have one, the others none; its
+    blocks, keys and pairs per class of rows are probe_classes' exactly (a block counted
+    in the wrong class, or its pairs or keys miscounted, fails), every class's three
+    phases take some time and together no more than the class, the classes together no
+    more than threads x the call's wall time and at least half of it (timers that skip
+    blocks or a phase, or ticks converted wrongly, fail); and the table's `# probe
+    breakdown` lines give the same numbers."""
+    lines = [l.split() for l in out.splitlines() if l.startswith("# ") and len(l.split()) == 16
+             and re.match(r"^\d+(-\d+|\+)$", l.split()[4])]
+    seen = 0
+    for r in rows:
+        if r["bench"] != "probe":
+            continue
+        where = f"probe row {r['kernel']} {r['threads']} threads"
+        bd = r.get("breakdown")
+        if r["kernel"] not in ("avx512", "avx512_bf16"):
+            if bd is not None:
+                raise SystemExit(f"FAIL {where}: a breakdown from a kernel that records none")
+            continue
+        if bd is None:
+            raise SystemExit(f"FAIL {where}: no breakdown")
+        want = probe_classes(r["seq_len"])
+        got = {}
+        for c in bd["classes"]:
+            cl = c["rows_min"].bit_length() - 1
+            if c["rows_min"] != 1 << cl or c["rows_max"] not in ((2 << cl) - 1, -1):
+                raise SystemExit(f"FAIL {where}: class rows {c['rows_min']}-{c['rows_max']}")
+            got[cl] = [c["blocks"], c["keys"], c["pairs"]]
+            t, parts = c["s"], (c["qk_s"], c["softmax_s"], c["pv_s"])
+            if min(parts) <= 0 or sum(parts) > t * (1 + 1e-9):
+                raise SystemExit(f"FAIL {where}, rows {c['rows_min']}: phases {parts} s of a "
+                                 f"class of {t} s")
+        if got != want:
+            raise SystemExit(f"FAIL {where}: classes {{class: [blocks, keys, pairs]}} {got}, "
+                             f"expected {want}")
+        total, call = sum(c["s"] for c in bd["classes"]), bd["call_s"]
+        if not 0.5 * call <= total <= r["threads"] * call * 1.02 + 1e-4:
+            raise SystemExit(f"FAIL {where}: the blocks' {total} thread-s against a call of "
+                             f"{call} s wall")
+        mine = [l for l in lines if l[1] == r["kernel"] and int(l[3]) == r["threads"]]
+        if len(mine) != len(bd["classes"]):
+            raise SystemExit(f"FAIL {where}: {len(mine)} '# probe breakdown' lines for "
+                             f"{len(bd['classes'])} classes:\n{out}")
+        for l, c in zip(mine, bd["classes"]):
+            if [int(x) for x in l[5:8]] != [c["blocks"], c["keys"], c["pairs"]] or \
+                    abs(float(l[8]) - c["s"]) > 6e-6:
+                raise SystemExit(f"FAIL {where}: table line {' '.join(l)} against {c}")
+        seen += 1
+    if HAS_AVX512 and not seen:
+        raise SystemExit("FAIL no probe row with a breakdown although avx512 is built")
+
+
 def drive(exe, work, launcher):
     import h5py
     import numpy as np
@@ -316,6 +394,7 @@ def drive(exe, work, launcher):
     check(rows_all, kernels)
     check_roofline(p.stdout, rows_all)
     check_overlap(p.stdout, rows_all)
+    check_breakdown(p.stdout, rows_all)
     # a subset: one kind, one shape, one kernel, one thread count -> exactly one row
     sub = os.path.join(work, "bench_subset.json")
     run([exe, "bench", "--quick", "--only", "causal", "--head-dims", "32", "--lengths", "300",

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <x86intrin.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1055,13 +1057,16 @@ static void l1_prefetch(const void *p, size_t bytes)
  * softmax of every row (masked unless the block is whole and every key is at or before
  * the row's position), then PV for every group that saw a key. One pf_step (pf may be
  * NULL) per group and phase and per row, per 16 keys of each qk_lane row, and per 16
- * keys of each PV pass (pv_steps_rows counts those). */
+ * keys of each PV pass (pv_steps_rows counts those). ph (NULL: no timers): the rdtsc
+ * ticks of the three phases are added to ph[0] (scores), ph[1] (softmax), ph[2] (PV). */
 static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int64_t i1,
-                           int64_t s0, const rb_rows32 *st, float *S, rb_pf *pf)
+                           int64_t s0, const rb_rows32 *st, float *S, rb_pf *pf,
+                           uint64_t *ph)
 {
     if (i0 >= i1 || c->rows[i1 - 1].pos < b->kmin)
         return;
     const int64_t g0 = rows_lower_bound(c->rows, i0, i1, b->kmin);
+    uint64_t t0 = ph ? __rdtsc() : 0;
     /* rows read in place come from L2 (rb_pf brought them there): ask for the K rows
      * in L1 before the scores read them, and below for the V rows before PV (by then K
      * is done with, so the two do not crowd each other out of L1); rows packed or
@@ -1091,6 +1096,11 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         }
         pf_step(pf);
     }
+    if (ph) {
+        const uint64_t t = __rdtsc();
+        ph[0] += t - t0;
+        t0 = t;
+    }
     /* bit g of any[]: row group g saw a key of the block */
     uint64_t any[(KO_ROWS / RG + 63) / 64 + 1] = {0};
     for (int64_t g = g0, grp = 0; g < i1; g += RG, grp++) {
@@ -1107,6 +1117,11 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
         }
         if (seen)
             any[grp / 64] |= (uint64_t)1 << (grp % 64);
+    }
+    if (ph) {
+        const uint64_t t = __rdtsc();
+        ph[1] += t - t0;
+        t0 = t;
     }
     if (b->cold_v)
         l1_prefetch(b->vt, (size_t)b->cnt * st->dp * sizeof(float));
@@ -1130,6 +1145,8 @@ static void block_rows_run(const rb_call *c, const rb_kblock *b, int64_t i0, int
                    st->acc + (size_t)(g - s0) * st->dp, pf);
         pf_step(pf);
     }
+    if (ph)
+        ph[2] += __rdtsc() - t0;
 }
 
 /* rows32_reset_range: rows [i0, i1) of st back to the empty state; rows32_reset: rows
@@ -1242,7 +1259,7 @@ static void run_query_outer(const rb_call *c, int64_t k0, int64_t nkc, float *kt
                              (int64_t)BC * (int64_t)c->dp / 16,
                              block_rows_steps(nr, c->dp, kb[b].cnt, kb[b].vt != NULL, 0));
                 }
-                block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf);
+                block_rows_run(c, &kb[b], i0, i1, i0, &st, S, &pf, NULL);
                 if ((b + 1) % FLUSH_BLOCKS == 0 && b + 1 < nkb) {
                     rows32_merge(c, &st, i0, i1, i0, state);
                     rows32_reset(&st, i1 - i0);
@@ -1345,9 +1362,28 @@ static int64_t ko_schedule(const rb_call *c, int64_t blines, int64_t *nrb, int64
  * of all nq rows, merged every FLUSH_BLOCKS blocks (the rows that saw them) into a
  * double state of its own; those are merged into `state` afterwards in thread order
  * (deterministic: the schedule depends on the positions alone). */
+static rb_probe_profile *_Atomic ko_prof; /* rb_probe_profile_set_avx512 */
+
+/* rb_probe_profile_set_avx512: see rb_avx512.h. */
+void rb_probe_profile_set_avx512(rb_probe_profile *p) { ko_prof = p; }
+
+/* prof_class: the rb_probe_profile class of a block that nr >= 1 rows see. */
+static int prof_class(int64_t nr)
+{
+    int cl = 0;
+    while (cl < RB_PROF_CLASSES - 1 && ((int64_t)2 << cl) <= nr)
+        cl++;
+    return cl;
+}
+
 static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *scr,
                           size_t per_thread, int T, double *state)
 {
+    rb_probe_profile *const prof = ko_prof;
+    struct timespec call_w0 = {0, 0};
+    if (prof)
+        clock_gettime(CLOCK_MONOTONIC, &call_w0);
+    const uint64_t call_t0 = prof ? __rdtsc() : 0;
     const int64_t nkb = (c->nk + BC - 1) / BC, nwhole = c->nk / BC;
     /* lines of one whole block: BC rows of d floats, + 1 for a start off a line */
     const int64_t blines = (int64_t)BC * c->d / 16 + 1;
@@ -1394,6 +1430,9 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         double *ds = (double *)(my + ko_ds_offset(c));
         rows32_reset(&st, c->nq);
         rb_state_init(ds, c->nq, c->d);
+        rb_probe_profile mine; /* this thread's part of *prof */
+        if (prof)
+            memset(&mine, 0, sizeof mine);
         int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
         /* whole blocks read K (and V when aligned) in place (block_inplace_ok) */
@@ -1406,6 +1445,8 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
             for (int64_t jj = bound[part]; jj < j1; jj++) {
                 const int64_t b = ord[jj], c0 = b * BC, nr = nrb[b];
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
+                const uint64_t blk_t0 = prof ? __rdtsc() : 0;
+                uint64_t ph[3] = {0, 0, 0};
                 rb_kblock blk;
                 kblock_positions(c->k_pos, c0, cnt, kp, &blk);
                 const int inplace = block_inplace_ok(c->d, cnt);
@@ -1439,7 +1480,17 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                 else
                     rb_kblock_pack(c->k, c->v, c0, cnt, c->d, (int)c->dp, c->bf16, &pf, kt, vt,
                                    &blk);
-                block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf);
+                block_rows_run(c, &blk, 0, c->nq, 0, &st, S, &pf, prof ? ph : NULL);
+                if (prof) {
+                    const int cl = prof_class(nr);
+                    mine.ticks[cl] += __rdtsc() - blk_t0;
+                    mine.ticks_qk[cl] += ph[0];
+                    mine.ticks_softmax[cl] += ph[1];
+                    mine.ticks_pv[cl] += ph[2];
+                    mine.blocks[cl]++;
+                    mine.keys[cl] += cnt;
+                    mine.pairs[cl] += nr * cnt;
+                }
                 fmin = blk.kmin < fmin ? blk.kmin : fmin;
                 if (++nb == FLUSH_BLOCKS) {
                     const int64_t i0 = rows_lower_bound(c->rows, 0, c->nq, fmin);
@@ -1452,10 +1503,30 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         }
         if (nb)
             rows32_merge(c, &st, rows_lower_bound(c->rows, 0, c->nq, fmin), c->nq, 0, ds);
+        if (prof) {
+#pragma omp critical(rb_probe_profile)
+            for (int cl = 0; cl < RB_PROF_CLASSES; cl++) {
+                prof->blocks[cl] += mine.blocks[cl];
+                prof->keys[cl] += mine.keys[cl];
+                prof->pairs[cl] += mine.pairs[cl];
+                prof->ticks[cl] += mine.ticks[cl];
+                prof->ticks_qk[cl] += mine.ticks_qk[cl];
+                prof->ticks_softmax[cl] += mine.ticks_softmax[cl];
+                prof->ticks_pv[cl] += mine.ticks_pv[cl];
+            }
+        }
     }
     for (int t = 0; t < used; t++)
         rb_state_merge(state, (const double *)(scr + (size_t)t * per_thread + ko_ds_offset(c)),
                        c->nq, c->d);
+    if (prof) {
+        prof->call_ticks += __rdtsc() - call_t0;
+        struct timespec w1;
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        prof->call_s += (double)(w1.tv_sec - call_w0.tv_sec) +
+                        1e-9 * (double)(w1.tv_nsec - call_w0.tv_nsec);
+        prof->call_count++;
+    }
 }
 
 /* attn_tile: rb_attn_tile_avx512, or with bf16 the contract of

@@ -61,6 +61,10 @@ int rb_attn_tile_avx512_bf16ko_probe(const float *q, const int64_t *q_pos, int64
                                      const float *k, const float *v, const int64_t *k_pos,
                                      int64_t nk, int d, double scale, double *state);
 
+/* rb_probe_profile_set_avx512: rb_probe_profile_set for this build's AVX-512 kernels
+ * (kernels/avx512/attn_fp32.c's key-outer order records into p; NULL: stop). */
+void rb_probe_profile_set_avx512(rb_probe_profile *p);
+
 /* rb_attn_tile_avx512_bf16_probe: rb_attn_tile_avx512_bf16 for probe rows: at most
  * 2,048 rows go to rb_attn_tile_avx512_bf16ko_probe whatever nk is (the bf16 kernel
  * sends them there only against at least 16 times as many keys), more to
