@@ -194,11 +194,9 @@ cleanup:
 #define OV_UNIT_FLOP 1536.0
 #define OV_AHEAD 2
 
-/* overlap_block_c: rb_overlap_block_avx512 in plain C (chunks of 16 floats): a unit is
- * peak_loop_c's 6 iterations (8 chains of 16 floats, 1,536 FLOP), its chains started
- * anew each unit. */
-static double overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
-                              const float *k, const float *v, int64_t n)
+/* rb_overlap_block_c: see rb_kernels.h. */
+double rb_overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
+                          const float *k, const float *v, int64_t n)
 {
     float sum[16] = {0};
     double r = 0;
@@ -238,7 +236,7 @@ int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double ou
     rb_cpu_detect(&ci);
     double (*block)(int64_t, const char *, const char *, int64_t, const float *, const float *,
                     int64_t) =
-        ci.avx512f && ci.os_zmm ? rb_overlap_block_avx512 : overlap_block_c;
+        ci.avx512f && ci.os_zmm ? rb_overlap_block_avx512 : rb_overlap_block_c;
     const int nt = resolve_threads(threads);
     const int64_t units = llround(flop / (double)nb / OV_UNIT_FLOP);
     const int64_t lines = OV_BLOCK_FLOATS * (int64_t)sizeof(float) / 64;

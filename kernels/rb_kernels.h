@@ -345,6 +345,19 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * negative, NaN or above 1e18, or the arrays cannot be allocated. */
 int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3]);
 
+/* rb_overlap_block_c: one block of rb_overlap_probe on a CPU without usable AVX-512
+ * (the contract of rb_overlap_block_avx512, kernels/avx512/rb_peak.h, in plain C):
+ * `units` units of arithmetic, each the portable FMA probe's loop run 6 iterations (8
+ * chains of 16 floats, x = x * 0.999999 + 1e-7 from x = 1 + chain + lane, 1,536 FLOP),
+ * with, spread evenly between the units, prefetches of `lines` 64-byte lines from pk and
+ * pv (skipped when pk is NULL) and reads of the n floats of k and of v in chunks of 16
+ * (n a multiple of 16; what is left after the last unit, all of it for units = 0).
+ * Returns the sum of every unit's 128 chain values and of every float of k and v
+ * (float sums in 16 lanes, then double), so that no work can be optimised away.
+ * Exposed for its test (tests/test_overlap_c.c). */
+double rb_overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t lines,
+                          const float *k, const float *v, int64_t n);
+
 /* rb_probe_profile: where the AVX-512 kernels' key-outer (probe) order spends its time,
  * by class of key block. Class c holds the blocks of 64 keys (fewer for a call's last)
  * that n query rows see, 2^c <= n < 2^(c+1), the last class every n from

@@ -20,6 +20,10 @@ endfunction()
 rb_add_avx512_test(kernels.exp512 test_exp512)
 # the probe-overlap block loop of `ropebench bench` (kernels/peak.c) against a scalar sum
 rb_add_avx512_test(kernels.overlap test_overlap)
+# its plain-C block (CPUs without usable AVX-512), on every CPU
+add_executable(test_overlap_c test_overlap_c.c)
+target_link_libraries(test_overlap_c PRIVATE rb_kernels ${MATH_LIBRARY})
+rb_add_test(NAME kernels.overlap_c COMMAND test_overlap_c LABELS kernels)
 
 # the OpenBLAS kernel's portable exp (header only: runs on every machine)
 add_executable(test_exp_neg test_exp_neg.c)
