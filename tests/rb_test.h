@@ -6,6 +6,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "rb_kernels.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -67,6 +70,31 @@ static inline double rng_normal(void)
     if (u1 < 1e-300)
         u1 = 1e-300;
     return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* rb_test_overlap_block: the probe-overlap tests' block of n floats each (64-byte
+ * aligned, rb_kernels_alloc; the caller frees them): k and v small integers (1..7 and
+ * 1..5, whose float sums are exact, so that a chunk left out or read twice shows), pk
+ * and pv zero (the prefetch targets); *kv = the sum of every float of k and v. 0, or -1
+ * with nothing allocated. */
+static inline int rb_test_overlap_block(int64_t n, float **k, float **v, float **pk,
+                                        float **pv, double *kv)
+{
+    const size_t bytes = (size_t)n * sizeof(float);
+    *k = rb_kernels_alloc(bytes), *v = rb_kernels_alloc(bytes);
+    *pk = rb_kernels_alloc(bytes), *pv = rb_kernels_alloc(bytes);
+    if (!*k || !*v || !*pk || !*pv) {
+        free(*k), free(*v), free(*pk), free(*pv);
+        return -1;
+    }
+    *kv = 0;
+    for (int64_t i = 0; i < n; i++) {
+        (*k)[i] = 1.0f + (float)(rng_u64() % 7);
+        (*v)[i] = 1.0f + (float)(rng_u64() % 5);
+        (*pk)[i] = (*pv)[i] = 0.0f;
+        *kv += (double)(*k)[i] + (double)(*v)[i];
+    }
+    return 0;
 }
 
 #endif

@@ -27,18 +27,13 @@ int main(void)
 {
     rb_test_require_avx512();
     const int64_t n = 64 * 128, lines = n * 4 / 64;
-    float *k = rb_kernels_alloc((size_t)n * sizeof *k), *v = rb_kernels_alloc((size_t)n * sizeof *v);
-    float *pk = rb_kernels_alloc((size_t)n * sizeof *pk), *pv = rb_kernels_alloc((size_t)n * sizeof *pv);
-    if (!k || !v || !pk || !pv) {
-        printf("FAIL: out of memory\n");
-        return 1;
-    }
     /* values whose sum shows any 32-float chunk left out or read twice (a chunk sums to
      * >= 32, the whole to ~1e5: 3e-4 of it, against float rounding of ~1e-6) */
-    for (int64_t i = 0; i < n; i++) {
-        k[i] = 1.0f + (float)(rng_u64() % 7);
-        v[i] = 1.0f + (float)(rng_u64() % 5);
-        pk[i] = pv[i] = 0.0f;
+    float *k, *v, *pk, *pv;
+    double kv;
+    if (rb_test_overlap_block(n, &k, &v, &pk, &pv, &kv)) {
+        printf("FAIL: out of memory\n");
+        return 1;
     }
     /* unit counts that divide the 256 chunks and 512 lines, that do not, more units than
      * chunks, none; with and without the prefetch stream; 100,000 units move the chains

@@ -1,5 +1,4 @@
 /* test_overlap_c.c — the probe overlap's plain-C block (rb_overlap_block_c, what CPUs without usable AVX-512 run in `ropebench bench`) against a scalar computation of what it must return; runs on every CPU. */
-#include "rb_kernels.h"
 #include "rb_test.h"
 
 #include <math.h>
@@ -25,20 +24,13 @@ static double unit_value(void)
 int main(void)
 {
     const int64_t n = 64 * 128, lines = n * 4 / 64;
-    float *k = malloc((size_t)n * sizeof *k), *v = malloc((size_t)n * sizeof *v);
-    float *pk = malloc((size_t)n * sizeof *pk), *pv = malloc((size_t)n * sizeof *pv);
-    if (!k || !v || !pk || !pv) {
-        printf("FAIL: out of memory\n");
-        return 1;
-    }
     /* small integers: their float sums are exact, so a 16-float chunk left out or read
      * twice (>= 32) shows against a whole of ~4e4 */
-    double kv = 0;
-    for (int64_t i = 0; i < n; i++) {
-        k[i] = 1.0f + (float)(rng_u64() % 7);
-        v[i] = 1.0f + (float)(rng_u64() % 5);
-        pk[i] = pv[i] = 0.0f;
-        kv += (double)k[i] + (double)v[i];
+    float *k, *v, *pk, *pv;
+    double kv;
+    if (rb_test_overlap_block(n, &k, &v, &pk, &pv, &kv)) {
+        printf("FAIL: out of memory\n");
+        return 1;
     }
     const double u1 = unit_value();
     /* unit counts that divide the 512 chunks and 512 lines, that do not, more units than
