@@ -181,6 +181,12 @@ static int cpu_avx512_bf16(const rb_cpu_info *ci)
 #ifndef RB_HAVE_AVX512_BF16
 static const char *detail_not_built(void) { return "not built"; }
 #endif
+static const char *detail_avx512(void)
+{
+    return "AVX-512F fp32 register-blocked QK^T and PV, vectorized exp";
+}
+static const char *detail_blas(void) { return "cblas_sgemm (OpenBLAS) for QK^T and PV"; }
+static const char *detail_ref(void) { return "scalar, double-precision scores and state"; }
 
 /* rb_probe_profile_set: see rb_kernels.h. */
 int rb_probe_profile_set(rb_probe_profile *p)
@@ -193,12 +199,6 @@ int rb_probe_profile_set(rb_probe_profile *p)
     return 0;
 #endif
 }
-static const char *detail_avx512(void)
-{
-    return "AVX-512F fp32 register-blocked QK^T and PV, vectorized exp";
-}
-static const char *detail_blas(void) { return "cblas_sgemm (OpenBLAS) for QK^T and PV"; }
-static const char *detail_ref(void) { return "scalar, double-precision scores and state"; }
 
 static const rb_kernel_variant variants[] = {
     {"avx512_bf16", RB_TILE_AVX512_BF16, cpu_avx512_bf16, 1,

@@ -385,10 +385,10 @@ typedef struct {
 
 /* rb_probe_profile_set: the calls of the AVX-512 kernels that take the key-outer order
  * (rb_attn_tile_avx512 and the avx512_bf16 kernel on few rows against many keys, their
- * probe forms always) add to *p from now on; NULL stops it. The caller zeroes *p first.
- * One profile per process: not for calls running concurrently from several threads of
- * the caller. The timers cost four rdtsc per block (16,384 blocks at 1M keys) and are
- * not read at all when no profile is set. Returns 1 when this build has the AVX-512
+ * probe forms on up to 2,048 rows whatever the keys) add to *p from now on; NULL stops
+ * it. The caller zeroes *p first. One profile per process: not for calls running
+ * concurrently from several threads of the caller. The timers cost six rdtsc per block
+ * (16,384 blocks at 1M keys) and are not read at all when no profile is set. Returns 1 when this build has the AVX-512
  * kernels (the only ones that record), else 0 (nothing set). */
 int rb_probe_profile_set(rb_probe_profile *p);
 

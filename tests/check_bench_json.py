@@ -76,8 +76,10 @@ HAS_AVX512 = None
 HAS_BF16 = None
 
 
-# set by drive(): the ropebench binary, so that check_tiles can measure again
+# set by drive(): the ropebench binary, so that check_tiles can measure again, and its
+# work directory
 EXE = None
+WORK = None
 
 
 def tiles_peak(text):
@@ -310,17 +312,42 @@ def probe_classes(n, P=128, classes=12):
     return out
 
 
+def breakdown_lines(out):
+    """The class lines of the table's probe breakdown (the `#` lines after its header),
+    split into fields."""
+    ls = out.splitlines()
+    at = next((i for i, l in enumerate(ls) if l.startswith("# probe breakdown:")), None)
+    if at is None:
+        return []
+    return [l.split() for l in ls[at + 2:] if l.startswith("# ") and len(l.split()) == 16
+            and re.match(r"^\d+(-\d+|\+)$", l.split()[4])]
+
+
+def breakdown_times(bd, threads):
+    """Timing bounds of one breakdown: every class's three phases took time and together
+    no more than the class; the classes together no more than threads x the pass's wall
+    time, and at 1 thread at least half of it (at more, a team thread the OS starts late
+    adds wall time that no block sees). '' when they hold, else why not."""
+    for c in bd["classes"]:
+        t, parts = c["s"], (c["qk_s"], c["softmax_s"], c["pv_s"])
+        if min(parts) <= 0 or sum(parts) > t * (1 + 1e-9):
+            return f"rows {c['rows_min']}: phases {parts} s of a class of {t} s"
+    total, call = sum(c["s"] for c in bd["classes"]), bd["call_s"]
+    if total > threads * call * 1.02 + 1e-4 or (threads == 1 and total < 0.5 * call):
+        return f"the blocks' {total} thread-s against a pass of {call} s wall"
+    return ""
+
+
 def check_breakdown(out, rows):
     """The probe rows' `breakdown` (rb_probe_profile, one more call with timers) against
     what is computed here: the AVX-512 kernels' probe rows have one, the others none; its
     blocks, keys and pairs per class of rows are probe_classes' exactly (a block counted
-    in the wrong class, or its pairs or keys miscounted, fails), every class's three
-    phases take some time and together no more than the class, the classes together no
-    more than threads x the call's wall time and at least half of it (timers that skip
-    blocks or a phase, or ticks converted wrongly, fail); and the table's `# probe
-    breakdown` lines give the same numbers."""
-    lines = [l.split() for l in out.splitlines() if l.startswith("# ") and len(l.split()) == 16
-             and re.match(r"^\d+(-\d+|\+)$", l.split()[4])]
+    in the wrong class, or its pairs or keys miscounted, fails), each class's row range
+    is its own; breakdown_times' bounds (timers that skip blocks or a phase, or ticks
+    converted wrongly, fail them), measured again when they fail (up to three short runs,
+    as check_tiles), so that a slow spell alone cannot fail them; and the table's `#
+    probe breakdown` lines give the same numbers."""
+    lines = breakdown_lines(out)
     seen = 0
     for r in rows:
         if r["bench"] != "probe":
@@ -337,20 +364,22 @@ def check_breakdown(out, rows):
         got = {}
         for c in bd["classes"]:
             cl = c["rows_min"].bit_length() - 1
-            if c["rows_min"] != 1 << cl or c["rows_max"] not in ((2 << cl) - 1, -1):
+            if c["rows_min"] != 1 << cl or c["rows_max"] != (-1 if cl == 11 else (2 << cl) - 1):
                 raise SystemExit(f"FAIL {where}: class rows {c['rows_min']}-{c['rows_max']}")
             got[cl] = [c["blocks"], c["keys"], c["pairs"]]
-            t, parts = c["s"], (c["qk_s"], c["softmax_s"], c["pv_s"])
-            if min(parts) <= 0 or sum(parts) > t * (1 + 1e-9):
-                raise SystemExit(f"FAIL {where}, rows {c['rows_min']}: phases {parts} s of a "
-                                 f"class of {t} s")
         if got != want:
             raise SystemExit(f"FAIL {where}: classes {{class: [blocks, keys, pairs]}} {got}, "
                              f"expected {want}")
-        total, call = sum(c["s"] for c in bd["classes"]), bd["call_s"]
-        if not 0.5 * call <= total <= r["threads"] * call * 1.02 + 1e-4:
-            raise SystemExit(f"FAIL {where}: the blocks' {total} thread-s against a call of "
-                             f"{call} s wall")
+        seen_t = [breakdown_times(bd, r["threads"])]
+        while seen_t[-1] and EXE and len(seen_t) < 4:
+            js = os.path.join(WORK, "bench_breakdown_again.json")
+            run([EXE, "bench", "--quick", "--only", "probe", "--kernels", r["kernel"],
+                 "--threads", str(r["threads"]), "--json", js])
+            with open(js) as f:
+                again = [x for x in json.load(f) if x["bench"] == "probe"]
+            seen_t.append(breakdown_times(again[0]["breakdown"], r["threads"]))
+        if seen_t[-1]:
+            raise SystemExit(f"FAIL {where}, in {len(seen_t)} runs: {seen_t}")
         mine = [l for l in lines if l[1] == r["kernel"] and int(l[3]) == r["threads"]]
         if len(mine) != len(bd["classes"]):
             raise SystemExit(f"FAIL {where}: {len(mine)} '# probe breakdown' lines for "
@@ -368,8 +397,8 @@ def drive(exe, work, launcher):
     import h5py
     import numpy as np
     os.makedirs(work, exist_ok=True)
-    global HAS_AVX512, HAS_BF16, EXE
-    EXE = exe
+    global HAS_AVX512, HAS_BF16, EXE, WORK
+    EXE, WORK = exe, work
     kernels = available_kernels(exe)
     HAS_AVX512 = "avx512" in kernels
     HAS_BF16 = "avx512_bf16" in kernels

@@ -25,7 +25,7 @@ int main(void)
 {
     const int64_t n = 64 * 128, lines = n * 4 / 64;
     /* small integers: their float sums are exact, so a 16-float chunk left out or read
-     * twice (>= 32) shows against a whole of ~4e4 */
+     * twice (>= 32) shows against a whole of ~5.7e4 */
     float *k, *v, *pk, *pv;
     double kv;
     if (rb_test_overlap_block(n, &k, &v, &pk, &pv, &kv)) {

@@ -1352,16 +1352,6 @@ static int64_t ko_schedule(const rb_call *c, int64_t blines, int64_t *nrb, int64
     return nvis;
 }
 
-/* run_key_outer: the probe order for few rows and many keys. The blocks are taken in
- * ko_schedule's order (sch: 3 * nkb + nq + 1 int64), which is split into one
- * contiguous piece per thread with equal estimated work (visible rows times keys, plus
- * the cost of streaming the block); each thread packs its blocks one at a time and runs
- * every sorted row against it, so K and V are read once for all rows, while it
- * prefetches the blocks after it in its piece (pf_sched_block: in proportion to the
- * block's arithmetic, at most KO_AHEAD blocks ahead). Each thread keeps the fp32 state
- * of all nq rows, merged every FLUSH_BLOCKS blocks (the rows that saw them) into a
- * double state of its own; those are merged into `state` afterwards in thread order
- * (deterministic: the schedule depends on the positions alone). */
 static rb_probe_profile *_Atomic ko_prof; /* rb_probe_profile_set_avx512 */
 
 /* rb_probe_profile_set_avx512: see rb_avx512.h. */
@@ -1376,6 +1366,16 @@ static int prof_class(int64_t nr)
     return cl;
 }
 
+/* run_key_outer: the probe order for few rows and many keys. The blocks are taken in
+ * ko_schedule's order (sch: 3 * nkb + nq + 1 int64), which is split into one
+ * contiguous piece per thread with equal estimated work (visible rows times keys, plus
+ * the cost of streaming the block); each thread packs its blocks one at a time and runs
+ * every sorted row against it, so K and V are read once for all rows, while it
+ * prefetches the blocks after it in its piece (pf_sched_block: in proportion to the
+ * block's arithmetic, at most KO_AHEAD blocks ahead). Each thread keeps the fp32 state
+ * of all nq rows, merged every FLUSH_BLOCKS blocks (the rows that saw them) into a
+ * double state of its own; those are merged into `state` afterwards in thread order
+ * (deterministic: the schedule depends on the positions alone). */
 static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *scr,
                           size_t per_thread, int T, double *state)
 {
@@ -1431,8 +1431,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         rows32_reset(&st, c->nq);
         rb_state_init(ds, c->nq, c->d);
         rb_probe_profile mine; /* this thread's part of *prof */
-        if (prof)
-            memset(&mine, 0, sizeof mine);
+        memset(&mine, 0, sizeof mine);
         int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
         /* whole blocks read K (and V when aligned) in place (block_inplace_ok) */
