@@ -642,6 +642,62 @@ static int bench_check_output(const char *path, int *exists, char *err, size_t e
  * results file would no longer open (the same reason as a failed `ropebench run`, see
  * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
  * close it. */
+/* write_breakdown: the probe breakdown of the rows that have one (r->prof) as the 1-D
+ * columns of /bench.new/probe_breakdown, one entry per (row, class with blocks): row
+ * (the row's index in /bench), rows_min, rows_max (-1: no bound), blocks, keys, pairs,
+ * and the seconds s, qk_s, softmax_s, pv_s and call_s (the row's profiled pass). Writes
+ * nothing when no row has one. */
+static int write_breakdown(rb_results *res, const bench_row *rows, int n, char *err, size_t el)
+{
+    int64_t m = 0;
+    for (int i = 0; i < n; i++)
+        for (int c = 0; rows[i].prof && c < RB_PROF_CLASSES; c++)
+            m += rows[i].prof->blocks[c] > 0;
+    if (m == 0)
+        return 0;
+    int rc = 0;
+    int64_t *iv = malloc((size_t)m * sizeof *iv);
+    double *dv = malloc((size_t)m * sizeof *dv);
+    const int64_t dims[1] = {m};
+    if (!iv || !dv) {
+        rc = rb_errf(err, el, RB_ENOMEM, "/bench/probe_breakdown: out of memory");
+        goto cleanup;
+    }
+    static const char *const icol[] = {"row", "rows_min", "rows_max", "blocks", "keys",
+                                       "pairs"};
+    static const char *const dcol[] = {"s", "qk_s", "softmax_s", "pv_s", "call_s"};
+    char path[96];
+    for (int k = 0; k < 6 + 5; k++) {
+        int64_t j = 0;
+        for (int i = 0; i < n; i++) {
+            const rb_probe_profile *p = rows[i].prof;
+            const double spt = p && p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
+            for (int c = 0; p && c < RB_PROF_CLASSES; c++) {
+                if (!p->blocks[c])
+                    continue;
+                int64_t lo, hi;
+                prof_rows(c, &lo, &hi);
+                const int64_t ix[6] = {i, lo, hi, p->blocks[c], p->keys[c], p->pairs[c]};
+                const double dx[5] = {(double)p->ticks[c] * spt, (double)p->ticks_qk[c] * spt,
+                                      (double)p->ticks_softmax[c] * spt,
+                                      (double)p->ticks_pv[c] * spt, p->call_s};
+                if (k < 6)
+                    iv[j++] = ix[k];
+                else
+                    dv[j++] = dx[k - 6];
+            }
+        }
+        snprintf(path, sizeof path, "/bench.new/probe_breakdown/%s", k < 6 ? icol[k] : dcol[k - 6]);
+        if ((rc = k < 6 ? rb_results_write_i64(res, path, 1, dims, iv, 0, err, el)
+                        : rb_results_write_f64(res, path, 1, dims, dv, 0, err, el)))
+            goto cleanup;
+    }
+cleanup:
+    free(iv);
+    free(dv);
+    return rc;
+}
+
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
                     const bench_opts *o, char *err, size_t el, int *abandoned)
 {
@@ -717,6 +773,7 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     F64_COL("triad_gbps", rows[i].triad_gbps);
     F64_COL("fraction_of_peak", rows[i].fraction);
     F64_COL("overlap_ceiling", rows[i].overlap_ceiling);
+    if ((rc = write_breakdown(res, rows, n, err, el))) goto cleanup;
 #undef STR_COL
 #undef I64_COL
 #undef F64_COL

@@ -35,7 +35,7 @@ enum {
     RP_TAB_FLOOR_POS, /* softmax_floor_by_position (metric 8 per position bin) */
     RP_TAB_COUNT
 };
-#define RP_TAB_MAXCOL 10
+#define RP_TAB_MAXCOL 12
 
 /* Column indices of each table, in the order of rp_tab_specs[t].cols. */
 enum { RP_PAIRS_J, RP_PAIRS_INV_BASE, RP_PAIRS_INV, RP_PAIRS_WAVELENGTH, RP_PAIRS_SPAN,
@@ -127,10 +127,15 @@ enum { RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS, RP_BENCH_MEDIAN,
        RP_BENCH_GFLOPS, RP_BENCH_GBPS, RP_BENCH_FRACTION, RP_BENCH_CV,
        RP_BENCH_OVERLAP };
 extern const rp_tab_spec rp_bench_spec;
+/* /bench/probe_breakdown (bench -o with AVX-512 probe rows; docs/bench.md) */
+enum { RP_PB_ROW, RP_PB_ROWS_MIN, RP_PB_ROWS_MAX, RP_PB_BLOCKS, RP_PB_KEYS, RP_PB_PAIRS,
+       RP_PB_S, RP_PB_QK, RP_PB_SOFTMAX, RP_PB_PV, RP_PB_CALL };
+extern const rp_tab_spec rp_bench_breakdown_spec;
 typedef struct {
     rp_tab t;                      /* numeric columns (rp_bench_spec) */
     char **kernel, **dtype, **bench; /* string columns, t.n each */
     rp_attrs attrs;                /* attributes of /bench */
+    rp_tab pb;                     /* the probe breakdown (n 0: none) */
 } rp_bench;
 
 typedef struct {

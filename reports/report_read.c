@@ -764,6 +764,12 @@ const rp_tab_spec rp_bench_spec = {"bench", 9, {"head_dim", "seq_len", "threads"
                                                 "gflops", "gbps", "fraction_of_peak", "cv",
                                                 "overlap_ceiling"}};
 
+/* rp_bench_breakdown_spec: see report_int.h. */
+const rp_tab_spec rp_bench_breakdown_spec = {
+    "bench/probe_breakdown", 11,
+    {"row", "rows_min", "rows_max", "blocks", "keys", "pairs", "s", "qk_s", "softmax_s", "pv_s",
+     "call_s"}};
+
 static void tab_free(rp_tab *t)
 {
     for (int k = 0; k < RP_TAB_MAXCOL; k++)
@@ -1170,6 +1176,7 @@ static void bench_free(rp_bench *b)
     strv_free(b->dtype, (size_t)b->t.n);
     strv_free(b->bench, (size_t)b->t.n);
     tab_free(&b->t);
+    tab_free(&b->pb);
     attrs_free(&b->attrs);
     memset(b, 0, sizeof *b);
 }
@@ -1203,6 +1210,10 @@ static void bench_read(hid_t fid, rp_bench *b)
     b->t.n = n;
     if ((g = H5Gopen2(fid, "/bench", H5P_DEFAULT)) >= 0)
         attrs_read(g, &b->attrs);
+    if (H5Lexists(fid, "/bench/probe_breakdown", H5P_DEFAULT) > 0)
+        tab_read(fid, &rp_bench_breakdown_spec, &b->pb);
+    if (b->pb.n < 0)
+        b->pb.n = 0;
 cleanup:
     if (g >= 0)
         H5Gclose(g);

@@ -304,6 +304,67 @@ static const char *attr_value(const rp_attrs *as, const char *name)
     return NULL;
 }
 
+/* write_breakdown: the probe breakdown of /bench/probe_breakdown (nothing when the file
+ * has none): per probe row and class of key block, the blocks and keys, the class's
+ * share of the row's block time, ns per pair computed for the block and its three
+ * phases, and the K and V bytes of its keys over its time. Entries whose row is not a
+ * probe row of the /bench table are left out. */
+static void write_breakdown(FILE *o, const rp_bench *b, int html)
+{
+    static const char *cols[] = {"kernel", "dtype", "threads", "rows per block", "blocks",
+                                 "keys", "% of time", "ns/pair", "scores", "softmax", "PV",
+                                 "K+V GB/s"};
+    const rp_tab *p = &b->pb;
+    if (p->n <= 0)
+        return;
+    fprintf(o, html ? "<h3>Probe breakdown</h3>\n<p>"
+                    : "\n### Probe breakdown\n\n");
+    fprintf(o, "One more call of each AVX-512 probe row with time-stamp counter timers around "
+               "every key block (docs/bench.md, Probe breakdown): the blocks of 64 keys grouped "
+               "by the query rows that see them, each group's share of the row's block time "
+               "(summed over threads), its ns per pair computed (rows x keys) for the whole "
+               "block and for the scores, the softmax and PV, and the K and V bytes of its "
+               "keys over its time. The blocks few rows see are a stream; those many rows see "
+               "are arithmetic, to be read against the same pieces in L1.%s",
+               html ? "</p>\n" : "\n\n");
+    rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
+    for (int64_t k = 0; k < p->n; k++) {
+        const double ri = p->col[RP_PB_ROW][k];
+        if (!(ri >= 0 && ri < (double)b->t.n) || strcmp(b->bench[(int64_t)ri], "probe") != 0)
+            continue;
+        const int64_t r = (int64_t)ri;
+        double all = 0;
+        for (int64_t j = 0; j < p->n; j++)
+            if (p->col[RP_PB_ROW][j] == ri)
+                all += p->col[RP_PB_S][j];
+        const double pairs = p->col[RP_PB_PAIRS][k], t = p->col[RP_PB_S][k];
+        char range[48];
+        if (p->col[RP_PB_ROWS_MAX][k] < 0)
+            snprintf(range, sizeof range, "%.0f+", p->col[RP_PB_ROWS_MIN][k]);
+        else
+            snprintf(range, sizeof range, "%.0f-%.0f", p->col[RP_PB_ROWS_MIN][k],
+                     p->col[RP_PB_ROWS_MAX][k]);
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, b->kernel[r]);
+        rp_cell_text(o, html, b->dtype[r]);
+        rp_cell_num(o, html, b->t.col[RP_BENCH_THREADS][r], "%.0f");
+        rp_cell_text(o, html, range);
+        rp_cell_num(o, html, p->col[RP_PB_BLOCKS][k], "%.0f");
+        rp_cell_num(o, html, p->col[RP_PB_KEYS][k], "%.0f");
+        rp_cell_num(o, html, all > 0 ? 100.0 * t / all : NAN, "%.1f");
+        rp_cell_num(o, html, 1e9 * t / pairs, "%.2f");
+        rp_cell_num(o, html, 1e9 * p->col[RP_PB_QK][k] / pairs, "%.2f");
+        rp_cell_num(o, html, 1e9 * p->col[RP_PB_SOFTMAX][k] / pairs, "%.2f");
+        rp_cell_num(o, html, 1e9 * p->col[RP_PB_PV][k] / pairs, "%.2f");
+        rp_cell_num(o, html, t > 0 ? 2.0 * p->col[RP_PB_KEYS][k] *
+                                         b->t.col[RP_BENCH_HEAD_DIM][r] * 4.0 / t * 1e-9
+                                   : NAN, "%.2f");
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (html)
+        fprintf(o, "</table>\n");
+}
+
 /* rp_write_bench: see report_int.h. */
 void rp_write_bench(FILE *o, const rp_file *f, int html)
 {
@@ -368,4 +429,5 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+    write_breakdown(o, b, html);
 }

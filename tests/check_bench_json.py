@@ -40,7 +40,7 @@ def load_h5(path):
                     float(g.attrs["peak_gflops_1thread"]), "/bench attribute")
         check_dpbf16(float(g.attrs["dpbf16_peak_gflops_1thread"]),
                      float(g.attrs["peak_gflops_1thread"]), "/bench attribute")
-        cols = {k: g[k][()] for k in g.keys()}
+        cols = {k: g[k][()] for k in g.keys() if isinstance(g[k], h5py.Dataset)}
         n = len(cols["kernel"])
         for k, v in cols.items():
             if len(v) != n:
@@ -65,7 +65,52 @@ def load_h5(path):
                                      f"{r['overlap_ceiling']}, not NaN")
                 r.pop("overlap_ceiling", None)
             rows.append(r)
+        if "probe_breakdown" in g:
+            check_h5_breakdown(g["probe_breakdown"], rows)
     return rows
+
+
+def check_h5_breakdown(pb, rows):
+    """/bench/probe_breakdown: its columns one length, every entry's row a probe row of an
+    AVX-512 kernel, and per row the classes of probe_classes with their blocks, keys and
+    pairs exactly, the row ranges of their class, one call_s, and the times within
+    breakdown_times' bounds but the lower one (one run's, which a slow spell could
+    break: check_breakdown measures that one again); every AVX-512 probe row has
+    entries."""
+    cols = {k: pb[k][()] for k in pb}
+    need = ("row", "rows_min", "rows_max", "blocks", "keys", "pairs", "s", "qk_s",
+            "softmax_s", "pv_s", "call_s")
+    if sorted(cols) != sorted(need) or len({len(v) for v in cols.values()}) != 1:
+        raise SystemExit(f"FAIL /bench/probe_breakdown: columns {sorted(cols)} of lengths "
+                         f"{[len(v) for v in cols.values()]}")
+    by_row = {}
+    for j in range(len(cols["row"])):
+        by_row.setdefault(int(cols["row"][j]), []).append(j)
+    for i, r in enumerate(rows):
+        fast = r["bench"] == "probe" and r["kernel"] in ("avx512", "avx512_bf16")
+        if fast != (i in by_row):
+            raise SystemExit(f"FAIL /bench/probe_breakdown: row {i} ({r['kernel']} "
+                             f"{r['bench']}) {'lacks' if fast else 'has'} entries")
+    for i, js in by_row.items():
+        r = rows[i]
+        got, classes = {}, []
+        for j in js:
+            lo, hi = int(cols["rows_min"][j]), int(cols["rows_max"][j])
+            cl = lo.bit_length() - 1
+            if lo != 1 << cl or hi != (-1 if cl == 11 else (2 << cl) - 1):
+                raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: rows {lo}-{hi}")
+            got[cl] = [int(cols[k][j]) for k in ("blocks", "keys", "pairs")]
+            classes.append({k: float(cols[k][j]) for k in ("s", "qk_s", "softmax_s", "pv_s")}
+                           | {"rows_min": lo})
+        want = probe_classes(r["seq_len"])
+        if got != want:
+            raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: {got}, expected {want}")
+        calls = {float(cols["call_s"][j]) for j in js}
+        why = breakdown_times({"classes": classes, "call_s": min(calls)}, r["threads"],
+                              lower=False) if len(calls) == 1 else \
+            f"call_s {calls} differ within one row"
+        if why:
+            raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: {why}")
 
 
 # which kernels the binary has; set by drive() before any file is read
@@ -323,17 +368,17 @@ def breakdown_lines(out):
             and re.match(r"^\d+(-\d+|\+)$", l.split()[4])]
 
 
-def breakdown_times(bd, threads):
+def breakdown_times(bd, threads, lower=True):
     """Timing bounds of one breakdown: every class's three phases took time and together
     no more than the class; the classes together no more than threads x the pass's wall
-    time, and at 1 thread at least half of it (at more, a team thread the OS starts late
-    adds wall time that no block sees). '' when they hold, else why not."""
+    time, and (lower) at 1 thread at least half of it (at more, a team thread the OS
+    starts late adds wall time that no block sees). '' when they hold, else why not."""
     for c in bd["classes"]:
         t, parts = c["s"], (c["qk_s"], c["softmax_s"], c["pv_s"])
         if min(parts) <= 0 or sum(parts) > t * (1 + 1e-9):
             return f"rows {c['rows_min']}: phases {parts} s of a class of {t} s"
     total, call = sum(c["s"] for c in bd["classes"]), bd["call_s"]
-    if total > threads * call * 1.02 + 1e-4 or (threads == 1 and total < 0.5 * call):
+    if total > threads * call * 1.02 + 1e-4 or (lower and threads == 1 and total < 0.5 * call):
         return f"the blocks' {total} thread-s against a pass of {call} s wall"
     return ""
 
@@ -460,6 +505,17 @@ def drive(exe, work, launcher):
                                  f"{r[key]}, the header's {what} at {t} threads is {want}")
     if sorted({r["threads"] for r in rows}) != [1, 3]:
         raise SystemExit(f"FAIL --threads 1,3: rows of {sorted({r['threads'] for r in rows})}")
+    if HAS_AVX512:
+        # the probe breakdown in a results file (/bench/probe_breakdown, load_h5)
+        bd = os.path.join(work, "bench_breakdown.h5")
+        if os.path.exists(bd):
+            os.remove(bd)
+        run(launcher + [exe, "bench", "--quick", "--only", "probe", "--kernels", "avx512",
+                        "-o", bd])
+        with h5py.File(bd, "r") as f:
+            if "probe_breakdown" not in f["bench"]:
+                raise SystemExit("FAIL bench -o with avx512 probe rows: no /bench/probe_breakdown")
+        load_h5(bd)
     fresh = os.path.join(work, "bench_new.h5")
     if os.path.exists(fresh):
         os.remove(fresh)

@@ -316,7 +316,42 @@ def check_bench(md, path):
                                           else close(r[11], 100.0 * oc, absol=0.06))
             if not ok:
                 fail("bench row %d: %s, expected %s %s" % (i, r, want_t, want_n))
+        check_breakdown_table(md, g)
     return True
+
+
+def check_breakdown_table(md, g):
+    """The report's Probe breakdown table against /bench/probe_breakdown, computed here:
+    one line per entry of a probe row, with the row's kernel, dtype and threads, its rows
+    per block, blocks and keys, its share of the row's block time, ns per pair for the
+    block and its three phases, and K+V GB/s; no table when the file has no breakdown."""
+    tab = md_table(md, "### Probe breakdown")
+    if "probe_breakdown" not in g:
+        if tab is not None:
+            fail("a Probe breakdown table from a file without /bench/probe_breakdown")
+        return
+    if tab is None:
+        fail("no Probe breakdown table although the file has /bench/probe_breakdown")
+        return
+    pb = {k: g["probe_breakdown"][k][()] for k in g["probe_breakdown"]}
+    head, rows = tab
+    if len(rows) != len(pb["row"]):
+        fail("Probe breakdown: %d lines, the file has %d entries" % (len(rows), len(pb["row"])))
+        return
+    for k, r in enumerate(rows):
+        i = int(pb["row"][k])
+        same = [pb["s"][j] for j in range(len(pb["row"])) if pb["row"][j] == i]
+        pairs, t = float(pb["pairs"][k]), float(pb["s"][k])
+        lo, hi = int(pb["rows_min"][k]), int(pb["rows_max"][k])
+        want_t = [text(g["kernel"][i]), text(g["dtype"][i]), str(int(g["threads"][i])),
+                  "%d+" % lo if hi < 0 else "%d-%d" % (lo, hi)]
+        want_n = [float(pb["blocks"][k]), float(pb["keys"][k]), 100.0 * t / sum(same),
+                  1e9 * t / pairs] + [1e9 * float(pb[c][k]) / pairs
+                                      for c in ("qk_s", "softmax_s", "pv_s")] + \
+                 [2.0 * float(pb["keys"][k]) * float(g["head_dim"][i]) * 4 / t * 1e-9]
+        if r[:4] != want_t or len(r) != 12 or \
+                not all(close(c, v, absol=0.06) for c, v in zip(r[4:], want_n)):
+            fail("Probe breakdown line %d: %s, expected %s %s" % (k, r, want_t, want_n))
 
 
 SVG_PREFIX = [  # (file prefix, group or dataset that makes it)
@@ -714,22 +749,38 @@ def damaged_cases(cmd, work, good):
           "rows, huge dims")
 
 
-def bench_new_file(bench, cmd, work):
-    """`ropebench bench -o` into a new file (causal and probe rows): the report accepts it
-    and shows the bench table alone."""
-    path = os.path.join(work, "bench-new.h5")
+def bench_report(bench, cmd, work, name, args):
+    """`ropebench bench --quick ARGS -o` into a new file NAME.h5, then check_content on
+    it; its result, or None (after a failure) when the bench run failed."""
+    path = os.path.join(work, name + ".h5")
     if os.path.exists(path):
         os.remove(path)
-    # (probe rows too, so that the table's ideal %% of triad shows a measured value)
-    r = subprocess.run(bench + ["bench", "--quick", "--only", "causal,probe", "--kernels", "ref",
-                        "--threads", "1", "--lengths", "64", "--head-dims", "16", "-o", path],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(bench + ["bench", "--quick"] + args + ["-o", path], capture_output=True,
+                       text=True, timeout=300)
     if r.returncode != 0:
         fail("bench -o %s: status %d: %s" % (path, r.returncode, r.stderr[-1000:]))
-        return
-    res = check_content(cmd, work, "bench-new", path, ntables=0)
+        return None
+    return check_content(cmd, work, name, path, ntables=0)
+
+
+def bench_new_file(bench, cmd, work):
+    """`ropebench bench -o` into a new file (causal and probe rows): the report accepts it
+    and shows the bench table alone; with the avx512 kernel, whose probe rows carry a
+    breakdown (/bench/probe_breakdown), the Probe breakdown table too."""
+    # (probe rows too, so that the table's ideal %% of triad shows a measured value)
+    res = bench_report(bench, cmd, work, "bench-new",
+                       ["--only", "causal,probe", "--kernels", "ref", "--threads", "1",
+                        "--lengths", "64", "--head-dims", "16"])
     if res and "This file holds no cases" not in res[0]:
         fail("bench-new: the report does not say that the file has no cases")
+    # (an unknown ROPEBENCH_ISA makes `info` list the kernels this build and CPU have)
+    info = subprocess.run(bench + ["info"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, ROPEBENCH_ISA="no_such_kernel"))
+    if re.search(r"available: [^)]*\bavx512\b", info.stdout + info.stderr):
+        res = bench_report(bench, cmd, work, "bench-breakdown",
+                           ["--only", "probe", "--kernels", "avx512"])
+        if res and "### Probe breakdown" not in res[0]:
+            fail("bench-breakdown: no Probe breakdown table")
 
 
 def main():
