@@ -635,13 +635,6 @@ static int bench_check_output(const char *path, int *exists, char *err, size_t e
                    "or creates a new one", path, rb_cli_refusal(kind));
 }
 
-/* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
- * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
- * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
- * the superblock to point at metadata that could not be written, and an existing
- * results file would no longer open (the same reason as a failed `ropebench run`, see
- * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
- * close it. */
 /* write_breakdown: the probe breakdown of the rows that have one (r->prof) as the 1-D
  * columns of /bench.new/probe_breakdown, one entry per (row, class with blocks): row
  * (the row's index in /bench), rows_min, rows_max (-1: no bound), blocks, keys, pairs,
@@ -673,7 +666,7 @@ static int write_breakdown(rb_results *res, const bench_row *rows, int n, char *
             const rb_probe_profile *p = rows[i].prof;
             const double spt = p && p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
             for (int c = 0; p && c < RB_PROF_CLASSES; c++) {
-                if (!p->blocks[c])
+                if (p->blocks[c] <= 0)
                     continue;
                 int64_t lo, hi;
                 prof_rows(c, &lo, &hi);
@@ -698,6 +691,13 @@ cleanup:
     return rc;
 }
 
+/* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
+ * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
+ * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
+ * the superblock to point at metadata that could not be written, and an existing
+ * results file would no longer open (the same reason as a failed `ropebench run`, see
+ * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
+ * close it. */
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
                     const bench_opts *o, char *err, size_t el, int *abandoned)
 {

@@ -252,7 +252,9 @@ void rp_cell_num(FILE *o, int html, double v, const char *fmt);
 void rp_write_metric_tables(FILE *o, const rp_file *f, int html);
 
 /* The throughput table of the /bench group (nothing if the file has none): one row per
- * benchmark with its % of the FMA peak (causal) or of the triad (probe, rope). */
+ * benchmark with its % of the FMA peak (causal) or of the triad (probe, rope); then,
+ * when the file has /bench/probe_breakdown entries of its probe rows, the Probe
+ * breakdown table (docs/bench.md). */
 void rp_write_bench(FILE *o, const rp_file *f, int html);
 
 /* Throughput of a case from its attributes and timings: GFLOP/s over the slowest

@@ -1183,7 +1183,9 @@ static void bench_free(rp_bench *b)
 
 /* The /bench group of `ropebench bench -o`: numeric columns, the three string columns
  * (each as long as the numeric ones) and the attributes. Anything inconsistent leaves
- * it empty: the report then has no benchmark table. */
+ * it empty: the report then has no benchmark table. Its probe breakdown
+ * (/bench/probe_breakdown, when there) goes to b->pb; a breakdown whose columns do not
+ * agree leaves pb empty and the rest as read. */
 static void bench_read(hid_t fid, rp_bench *b)
 {
     hid_t g = H5I_INVALID_HID;

@@ -304,19 +304,44 @@ static const char *attr_value(const rp_attrs *as, const char *name)
     return NULL;
 }
 
+/* pb_row_ok: whether probe-breakdown entry row index ri names a probe row of b's table
+ * (a whole number in range). */
+static int pb_row_ok(const rp_bench *b, double ri)
+{
+    return ri >= 0 && ri < (double)b->t.n && ri == floor(ri) &&
+           strcmp(b->bench[(int64_t)ri], "probe") == 0;
+}
+
+/* per_pair: ns per pair of x seconds over `pairs` pairs; NaN (n/a) unless both are
+ * non-negative and pairs positive. */
+static double per_pair(double x, double pairs)
+{
+    return pairs > 0 && x >= 0 ? 1e9 * x / pairs : NAN;
+}
+
 /* write_breakdown: the probe breakdown of /bench/probe_breakdown (nothing when the file
- * has none): per probe row and class of key block, the blocks and keys, the class's
- * share of the row's block time, ns per pair computed for the block and its three
- * phases, and the K and V bytes of its keys over its time. Entries whose row is not a
- * probe row of the /bench table are left out. */
+ * has none, or none of its entries names a probe row of the table): per probe row and
+ * class of key block, the blocks and keys, the class's share of the row's block time,
+ * ns per pair computed for the block and its three phases, and the K and V bytes of its
+ * keys over its time (n/a where a count or time is not positive). Entries whose row is
+ * not a probe row of the /bench table are left out. */
 static void write_breakdown(FILE *o, const rp_bench *b, int html)
 {
     static const char *cols[] = {"kernel", "dtype", "threads", "rows per block", "blocks",
                                  "keys", "% of time", "ns/pair", "scores", "softmax", "PV",
                                  "K+V GB/s"};
     const rp_tab *p = &b->pb;
-    if (p->n <= 0)
-        return;
+    double *tot = NULL; /* [b->t.n]: each row's block time */
+    int64_t shown = 0;
+    if (p->n <= 0 || b->t.n <= 0 || !(tot = calloc((size_t)b->t.n, sizeof *tot)))
+        goto cleanup;
+    for (int64_t k = 0; k < p->n; k++)
+        if (pb_row_ok(b, p->col[RP_PB_ROW][k])) {
+            tot[(int64_t)p->col[RP_PB_ROW][k]] += p->col[RP_PB_S][k];
+            shown++;
+        }
+    if (!shown)
+        goto cleanup;
     fprintf(o, html ? "<h3>Probe breakdown</h3>\n<p>"
                     : "\n### Probe breakdown\n\n");
     fprintf(o, "One more call of each AVX-512 probe row with time-stamp counter timers around "
@@ -329,14 +354,9 @@ static void write_breakdown(FILE *o, const rp_bench *b, int html)
                html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
     for (int64_t k = 0; k < p->n; k++) {
-        const double ri = p->col[RP_PB_ROW][k];
-        if (!(ri >= 0 && ri < (double)b->t.n) || strcmp(b->bench[(int64_t)ri], "probe") != 0)
+        if (!pb_row_ok(b, p->col[RP_PB_ROW][k]))
             continue;
-        const int64_t r = (int64_t)ri;
-        double all = 0;
-        for (int64_t j = 0; j < p->n; j++)
-            if (p->col[RP_PB_ROW][j] == ri)
-                all += p->col[RP_PB_S][j];
+        const int64_t r = (int64_t)p->col[RP_PB_ROW][k];
         const double pairs = p->col[RP_PB_PAIRS][k], t = p->col[RP_PB_S][k];
         char range[48];
         if (p->col[RP_PB_ROWS_MAX][k] < 0)
@@ -351,18 +371,21 @@ static void write_breakdown(FILE *o, const rp_bench *b, int html)
         rp_cell_text(o, html, range);
         rp_cell_num(o, html, p->col[RP_PB_BLOCKS][k], "%.0f");
         rp_cell_num(o, html, p->col[RP_PB_KEYS][k], "%.0f");
-        rp_cell_num(o, html, all > 0 ? 100.0 * t / all : NAN, "%.1f");
-        rp_cell_num(o, html, 1e9 * t / pairs, "%.2f");
-        rp_cell_num(o, html, 1e9 * p->col[RP_PB_QK][k] / pairs, "%.2f");
-        rp_cell_num(o, html, 1e9 * p->col[RP_PB_SOFTMAX][k] / pairs, "%.2f");
-        rp_cell_num(o, html, 1e9 * p->col[RP_PB_PV][k] / pairs, "%.2f");
-        rp_cell_num(o, html, t > 0 ? 2.0 * p->col[RP_PB_KEYS][k] *
-                                         b->t.col[RP_BENCH_HEAD_DIM][r] * 4.0 / t * 1e-9
-                                   : NAN, "%.2f");
+        rp_cell_num(o, html, tot[r] > 0 && t >= 0 ? 100.0 * t / tot[r] : NAN, "%.1f");
+        rp_cell_num(o, html, per_pair(t, pairs), "%.2f");
+        rp_cell_num(o, html, per_pair(p->col[RP_PB_QK][k], pairs), "%.2f");
+        rp_cell_num(o, html, per_pair(p->col[RP_PB_SOFTMAX][k], pairs), "%.2f");
+        rp_cell_num(o, html, per_pair(p->col[RP_PB_PV][k], pairs), "%.2f");
+        rp_cell_num(o, html, t > 0 && p->col[RP_PB_KEYS][k] >= 0
+                                 ? 2.0 * p->col[RP_PB_KEYS][k] *
+                                       b->t.col[RP_BENCH_HEAD_DIM][r] * 4.0 / t * 1e-9
+                                 : NAN, "%.2f");
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)
         fprintf(o, "</table>\n");
+cleanup:
+    free(tot);
 }
 
 /* rp_write_bench: see report_int.h. */

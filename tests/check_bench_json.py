@@ -103,8 +103,9 @@ def check_h5_breakdown(pb, rows):
             classes.append({k: float(cols[k][j]) for k in ("s", "qk_s", "softmax_s", "pv_s")}
                            | {"rows_min": lo})
         want = probe_classes(r["seq_len"])
-        if got != want:
-            raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: {got}, expected {want}")
+        if got != want or len(js) != len(want):
+            raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: {got} in {len(js)} "
+                             f"entries, expected {want}")
         calls = {float(cols["call_s"][j]) for j in js}
         why = breakdown_times({"classes": classes, "call_s": min(calls)}, r["threads"],
                               lower=False) if len(calls) == 1 else \
@@ -516,6 +517,12 @@ def drive(exe, work, launcher):
             if "probe_breakdown" not in f["bench"]:
                 raise SystemExit("FAIL bench -o with avx512 probe rows: no /bench/probe_breakdown")
         load_h5(bd)
+        # the same file rewritten by a run without such rows: its /bench, breakdown
+        # included, replaced whole
+        run(launcher + [exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "-o", bd])
+        with h5py.File(bd, "r") as f:
+            if "probe_breakdown" in f["bench"]:
+                raise SystemExit("FAIL bench -o over a file with a probe breakdown kept it")
     fresh = os.path.join(work, "bench_new.h5")
     if os.path.exists(fresh):
         os.remove(fresh)

@@ -223,6 +223,23 @@ def write_bench(f):
     g.attrs["threads_all"] = np.int64(2)
     g.attrs["quick"] = np.int64(0)
     g.attrs["cpu_model"] = s("synthetic <cpu>")
+    # the probe breakdown: three classes of the probe row (2), then entries the report
+    # must leave out (a causal row, a row past the table) and one whose
+    # pairs are 0 (n/a per pair)
+    pb = [  # row, rows_min, rows_max, blocks, keys, pairs, s, qk_s, softmax_s, pv_s
+        (2, 1, 1, 1694, 108416, 108416, 0.00200, 0.00090, 0.00012, 0.00085),
+        (2, 8, 15, 4444, 284416, 3110016, 0.01900, 0.01000, 0.00170, 0.00690),
+        (2, 2048, -1, 3, 192, 393216, 0.00110, 0.00060, 0.00010, 0.00035),
+        (0, 1, 1, 10, 640, 640, 0.5, 0.1, 0.1, 0.1),
+        (99, 1, 1, 10, 640, 640, 0.5, 0.1, 0.1, 0.1),
+        (2, 4, 7, 0, 0, 0, 0.0, 0.0, 0.0, 0.0),
+    ]
+    names = ("row", "rows_min", "rows_max", "blocks", "keys", "pairs")
+    for j, k in enumerate(names):
+        g["probe_breakdown/" + k] = np.array([e[j] for e in pb], np.int64)
+    for j, k in enumerate(("s", "qk_s", "softmax_s", "pv_s")):
+        g["probe_breakdown/" + k] = np.array([e[6 + j] for e in pb], np.float64)
+    g["probe_breakdown/call_s"] = np.array([0.0235 if e[0] == 2 else 1.0 for e in pb])
 
 
 def main():

@@ -334,21 +334,30 @@ def check_breakdown_table(md, g):
         fail("no Probe breakdown table although the file has /bench/probe_breakdown")
         return
     pb = {k: g["probe_breakdown"][k][()] for k in g["probe_breakdown"]}
+    nb = len(g["kernel"])
+    # the entries of probe rows of the table (whole, in range); the rest are left out
+    keep = [k for k in range(len(pb["row"]))
+            if float(pb["row"][k]).is_integer() and 0 <= int(pb["row"][k]) < nb
+            and text(g["bench"][int(pb["row"][k])]) == "probe"]
     head, rows = tab
-    if len(rows) != len(pb["row"]):
-        fail("Probe breakdown: %d lines, the file has %d entries" % (len(rows), len(pb["row"])))
+    if len(rows) != len(keep):
+        fail("Probe breakdown: %d lines, the file has %d entries of probe rows"
+             % (len(rows), len(keep)))
         return
-    for k, r in enumerate(rows):
+    nan = math.nan
+    for k, r in zip(keep, rows):
         i = int(pb["row"][k])
-        same = [pb["s"][j] for j in range(len(pb["row"])) if pb["row"][j] == i]
+        total = sum(float(pb["s"][j]) for j in keep if int(pb["row"][j]) == i)
         pairs, t = float(pb["pairs"][k]), float(pb["s"][k])
         lo, hi = int(pb["rows_min"][k]), int(pb["rows_max"][k])
         want_t = [text(g["kernel"][i]), text(g["dtype"][i]), str(int(g["threads"][i])),
                   "%d+" % lo if hi < 0 else "%d-%d" % (lo, hi)]
-        want_n = [float(pb["blocks"][k]), float(pb["keys"][k]), 100.0 * t / sum(same),
-                  1e9 * t / pairs] + [1e9 * float(pb[c][k]) / pairs
-                                      for c in ("qk_s", "softmax_s", "pv_s")] + \
-                 [2.0 * float(pb["keys"][k]) * float(g["head_dim"][i]) * 4 / t * 1e-9]
+        want_n = [float(pb["blocks"][k]), float(pb["keys"][k]),
+                  100.0 * t / total if total > 0 else nan] + \
+                 [1e9 * float(pb[c][k]) / pairs if pairs > 0 else nan
+                  for c in ("s", "qk_s", "softmax_s", "pv_s")] + \
+                 [2.0 * float(pb["keys"][k]) * float(g["head_dim"][i]) * 4 / t * 1e-9
+                  if t > 0 else nan]
         if r[:4] != want_t or len(r) != 12 or \
                 not all(close(c, v, absol=0.06) for c, v in zip(r[4:], want_n)):
             fail("Probe breakdown line %d: %s, expected %s %s" % (k, r, want_t, want_n))
@@ -776,7 +785,10 @@ def bench_new_file(bench, cmd, work):
     # (an unknown ROPEBENCH_ISA makes `info` list the kernels this build and CPU have)
     info = subprocess.run(bench + ["info"], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, ROPEBENCH_ISA="no_such_kernel"))
-    if re.search(r"available: [^)]*\bavx512\b", info.stdout + info.stderr):
+    avail = re.search(r"available: ([^)]*)\)", info.stdout + info.stderr)
+    if not avail:
+        fail("cannot read the available kernels from `info`: %s" % (info.stdout + info.stderr))
+    elif re.search(r"\bavx512\b", avail.group(1)):
         res = bench_report(bench, cmd, work, "bench-breakdown",
                            ["--only", "probe", "--kernels", "avx512"])
         if res and "### Probe breakdown" not in res[0]:
@@ -963,6 +975,9 @@ def main():
     res = check_content(cmd, work, "bench-only", bench_only, ntables=0)
     if res and (res[2] or "This file holds no cases" not in res[0]):
         fail("bench-only: expected no plots and a note that the file holds no cases")
+    # (its /bench/probe_breakdown has entries the table must leave out, and one n/a line)
+    if res and ("### Probe breakdown" not in res[0] or "| 4-7 | 0 | 0 | 0.0 | n/a |" not in res[0]):
+        fail("bench-only: no Probe breakdown table with the synthetic entries")
 
     # --- a report of another file into the same directory: the earlier report's plots
     # go (they were left beside the new report), a file of the user's stays ------------
