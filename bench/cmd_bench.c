@@ -42,6 +42,14 @@ typedef struct {
     int64_t lens[MAX_SHAPES];          /* causal lengths (--lengths); 0 = the defaults */
 } bench_opts;
 
+/* One class of a probe row's breakdown (rb_probe_profile, in seconds): the blocks that
+ * rows_min..rows_max query rows see (rows_max -1: no bound), their keys and pairs, and
+ * thread-seconds for the blocks and their scores, softmax and PV. */
+typedef struct {
+    int64_t rows_min, rows_max, blocks, keys, pairs;
+    double s, qk_s, softmax_s, pv_s;
+} bench_class;
+
 typedef struct {
     char kernel[16], dtype[8];
     const char *detail; /* how the kernel computes on this CPU (e.g. AMX or VDPBF16PS) */
@@ -55,8 +63,11 @@ typedef struct {
     double gflops, gbps; /* gbps NAN where it does not apply */
     double peak_gflops, triad_gbps, fraction;
     double overlap_ceiling; /* probe rows: rb_overlap_probe's stream rate / triad; else NAN */
-    rb_probe_profile *prof; /* probe rows of a kernel that records one: one more call with
-                             * the key-outer timers (probe_profile); else NULL */
+    /* probe rows of a kernel that records one (probe_profile): the classes of key blocks
+     * that had blocks, in thread-seconds, and the profiled pass's wall time; else n_cls 0 */
+    int n_cls;
+    bench_class cls[RB_PROF_CLASSES];
+    double prof_call_s;
 } bench_row;
 
 typedef struct {
@@ -461,20 +472,13 @@ static void print_table(FILE *f, const bench_row *rows, int n)
     }
 }
 
-/* prof_rows: the rows of profile class cl, [lo, hi] (hi -1: no bound). */
-static void prof_rows(int cl, int64_t *lo, int64_t *hi)
-{
-    *lo = (int64_t)1 << cl;
-    *hi = cl == RB_PROF_CLASSES - 1 ? -1 : ((int64_t)2 << cl) - 1;
-}
-
-/* print_breakdown: `#` lines with the probe rows' profiles (rows with r->prof), one line
- * per class of key block that has blocks and one per row for the whole call. */
+/* print_breakdown: `#` lines with the probe rows' breakdowns (rows with n_cls > 0), one
+ * line per class and one per row for the whole pass. */
 static void print_breakdown(FILE *f, const bench_row *rows, int n)
 {
     int any = 0;
     for (int i = 0; i < n; i++)
-        any |= rows[i].prof != NULL;
+        any |= rows[i].n_cls > 0;
     if (!any)
         return;
     fprintf(f, "# probe breakdown: one more call of each probe row with time-stamp counter "
@@ -488,58 +492,47 @@ static void print_breakdown(FILE *f, const bench_row *rows, int n)
             "ns/pair", "qk[ns]", "softmax[ns]", "pv[ns]", "other[ns]", "K+V[GB/s]");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        const rb_probe_profile *p = r->prof;
-        if (!p)
+        if (!r->n_cls)
             continue;
-        const double spt = p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
         double all = 0;
-        for (int c = 0; c < RB_PROF_CLASSES; c++)
-            all += (double)p->ticks[c] * spt;
-        for (int c = 0; c < RB_PROF_CLASSES; c++) {
-            if (!p->blocks[c])
-                continue;
-            int64_t lo, hi;
-            prof_rows(c, &lo, &hi);
+        for (int c = 0; c < r->n_cls; c++)
+            all += r->cls[c].s;
+        for (int c = 0; c < r->n_cls; c++) {
+            const bench_class *e = &r->cls[c];
             char rr[32];
-            if (hi < 0) snprintf(rr, sizeof rr, "%lld+", (long long)lo);
-            else snprintf(rr, sizeof rr, "%lld-%lld", (long long)lo, (long long)hi);
-            const double t = (double)p->ticks[c] * spt, pr = (double)p->pairs[c],
-                         qk = (double)p->ticks_qk[c] * spt, sm = (double)p->ticks_softmax[c] * spt,
-                         pv = (double)p->ticks_pv[c] * spt;
+            if (e->rows_max < 0) snprintf(rr, sizeof rr, "%lld+", (long long)e->rows_min);
+            else snprintf(rr, sizeof rr, "%lld-%lld", (long long)e->rows_min, (long long)e->rows_max);
+            const double pr = (double)e->pairs;
             fprintf(f, "# %-11s %-5s %7d %9s %7lld %8lld %9lld %9.5f %8.1f %8.2f %7.2f %11.2f "
                        "%7.2f %9.2f %9.2f\n",
-                    r->kernel, r->dtype, r->threads, rr, (long long)p->blocks[c],
-                    (long long)p->keys[c], (long long)p->pairs[c], t,
-                    all > 0 ? 100 * t / all : 0.0, 1e9 * t / pr, 1e9 * qk / pr, 1e9 * sm / pr,
-                    1e9 * pv / pr, 1e9 * (t - qk - sm - pv) / pr,
-                    t > 0 ? 2.0 * (double)p->keys[c] * r->head_dim * sizeof(float) / t * 1e-9
-                          : 0.0);
+                    r->kernel, r->dtype, r->threads, rr, (long long)e->blocks,
+                    (long long)e->keys, (long long)e->pairs, e->s,
+                    all > 0 ? 100 * e->s / all : 0.0, 1e9 * e->s / pr, 1e9 * e->qk_s / pr,
+                    1e9 * e->softmax_s / pr, 1e9 * e->pv_s / pr,
+                    1e9 * (e->s - e->qk_s - e->softmax_s - e->pv_s) / pr,
+                    e->s > 0 ? 2.0 * (double)e->keys * r->head_dim * sizeof(float) / e->s * 1e-9
+                             : 0.0);
         }
         fprintf(f, "# %-11s %-5s %7d   the call: %.5f s wall (median of the row %.5f s); its "
                    "blocks %.5f thread-s = %.1f %% of %d x the wall\n",
-                r->kernel, r->dtype, r->threads, p->call_s, r->median_s, all,
-                p->call_s > 0 ? 100 * all / (r->threads * p->call_s) : 0.0, r->threads);
+                r->kernel, r->dtype, r->threads, r->prof_call_s, r->median_s, all,
+                r->prof_call_s > 0 ? 100 * all / (r->threads * r->prof_call_s) : 0.0,
+                r->threads);
     }
 }
 
-/* json_breakdown: the "breakdown" member of a probe row with a profile (seconds). */
-static void json_breakdown(FILE *f, const rb_probe_profile *p)
+/* json_breakdown: the "breakdown" member of a probe row with one (seconds). */
+static void json_breakdown(FILE *f, const bench_row *r)
 {
-    const double spt = p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
-    fprintf(f, "\"breakdown\": {\"call_s\": %.9g, \"classes\": [", p->call_s);
-    int k = 0;
-    for (int c = 0; c < RB_PROF_CLASSES; c++) {
-        if (!p->blocks[c])
-            continue;
-        int64_t lo, hi;
-        prof_rows(c, &lo, &hi);
+    fprintf(f, "\"breakdown\": {\"call_s\": %.9g, \"classes\": [", r->prof_call_s);
+    for (int c = 0; c < r->n_cls; c++) {
+        const bench_class *e = &r->cls[c];
         fprintf(f, "%s{\"rows_min\": %lld, \"rows_max\": %lld, \"blocks\": %lld, "
                    "\"keys\": %lld, \"pairs\": %lld, \"s\": %.9g, \"qk_s\": %.9g, "
                    "\"softmax_s\": %.9g, \"pv_s\": %.9g}",
-                k++ ? ", " : "", (long long)lo, (long long)hi, (long long)p->blocks[c],
-                (long long)p->keys[c], (long long)p->pairs[c], (double)p->ticks[c] * spt,
-                (double)p->ticks_qk[c] * spt, (double)p->ticks_softmax[c] * spt,
-                (double)p->ticks_pv[c] * spt);
+                c ? ", " : "", (long long)e->rows_min, (long long)e->rows_max,
+                (long long)e->blocks, (long long)e->keys, (long long)e->pairs, e->s, e->qk_s,
+                e->softmax_s, e->pv_s);
     }
     fprintf(f, "]}, ");
 }
@@ -561,8 +554,8 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
         if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
         if (!isnan(r->overlap_ceiling))
             fprintf(f, "\"overlap_ceiling\": %.9g, ", r->overlap_ceiling);
-        if (r->prof)
-            json_breakdown(f, r->prof);
+        if (r->n_cls)
+            json_breakdown(f, r);
         fprintf(f, "\"peak_gflops\": %.9g, \"triad_gbps\": %.9g, \"fraction_of_peak\": %.9g, "
                    "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
                 r->peak_gflops, r->triad_gbps, r->fraction, isnan(r->gbps) ? "peak_gflops"
@@ -635,17 +628,16 @@ static int bench_check_output(const char *path, int *exists, char *err, size_t e
                    "or creates a new one", path, rb_cli_refusal(kind));
 }
 
-/* write_breakdown: the probe breakdown of the rows that have one (r->prof) as the 1-D
- * columns of /bench.new/probe_breakdown, one entry per (row, class with blocks): row
- * (the row's index in /bench), rows_min, rows_max (-1: no bound), blocks, keys, pairs,
- * and the seconds s, qk_s, softmax_s, pv_s and call_s (the row's profiled pass). Writes
- * nothing when no row has one. */
+/* write_breakdown: the probe breakdown of the rows that have one (n_cls > 0) as the 1-D
+ * columns of /bench.new/probe_breakdown, one entry per (row, class): row (the row's
+ * index in /bench), rows_min, rows_max (-1: no bound), blocks, keys, pairs, and the
+ * seconds s, qk_s, softmax_s, pv_s and call_s (the row's profiled pass). Writes nothing
+ * when no row has one. */
 static int write_breakdown(rb_results *res, const bench_row *rows, int n, char *err, size_t el)
 {
     int64_t m = 0;
     for (int i = 0; i < n; i++)
-        for (int c = 0; rows[i].prof && c < RB_PROF_CLASSES; c++)
-            m += rows[i].prof->blocks[c] > 0;
+        m += rows[i].n_cls;
     if (m == 0)
         return 0;
     int rc = 0;
@@ -662,24 +654,18 @@ static int write_breakdown(rb_results *res, const bench_row *rows, int n, char *
     char path[96];
     for (int k = 0; k < 6 + 5; k++) {
         int64_t j = 0;
-        for (int i = 0; i < n; i++) {
-            const rb_probe_profile *p = rows[i].prof;
-            const double spt = p && p->call_ticks ? p->call_s / (double)p->call_ticks : 0;
-            for (int c = 0; p && c < RB_PROF_CLASSES; c++) {
-                if (p->blocks[c] <= 0)
-                    continue;
-                int64_t lo, hi;
-                prof_rows(c, &lo, &hi);
-                const int64_t ix[6] = {i, lo, hi, p->blocks[c], p->keys[c], p->pairs[c]};
-                const double dx[5] = {(double)p->ticks[c] * spt, (double)p->ticks_qk[c] * spt,
-                                      (double)p->ticks_softmax[c] * spt,
-                                      (double)p->ticks_pv[c] * spt, p->call_s};
+        for (int i = 0; i < n; i++)
+            for (int c = 0; c < rows[i].n_cls; c++) {
+                const bench_class *e = &rows[i].cls[c];
+                const int64_t ix[6] = {i, e->rows_min, e->rows_max, e->blocks, e->keys,
+                                       e->pairs};
+                const double dx[5] = {e->s, e->qk_s, e->softmax_s, e->pv_s,
+                                      rows[i].prof_call_s};
                 if (k < 6)
                     iv[j++] = ix[k];
                 else
                     dv[j++] = dx[k - 6];
             }
-        }
         snprintf(path, sizeof path, "/bench.new/probe_breakdown/%s", k < 6 ? icol[k] : dcol[k - 6]);
         if ((rc = k < 6 ? rb_results_write_i64(res, path, 1, dims, iv, 0, err, el)
                         : rb_results_write_f64(res, path, 1, dims, dv, 0, err, el)))
@@ -920,26 +906,32 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
 }
 
 /* probe_profile: one more call of probe row r (after its timed ones, so that the timers
- * change none of them) with the key-outer profile on (rb_probe_profile_set); r->prof
- * keeps it, or stays NULL when the kernel records none (not an AVX-512 kernel, or a
- * build without them). 0, or RB_ENOMEM. */
+ * change none of them) with the key-outer profile on (rb_probe_profile_set); r->cls
+ * gets its classes that had blocks, in seconds (ticks over the pass's ticks times its
+ * wall time), none when the kernel records nothing (not an AVX-512 kernel, or a build
+ * without them). 0, or RB_ENOMEM. */
 static int probe_profile(const bench_fn *f, bench_row *r)
 {
-    rb_probe_profile *p = calloc(1, sizeof *p);
-    if (!p)
-        return RB_ENOMEM;
-    if (!rb_probe_profile_set(p)) {
-        free(p);
+    rb_probe_profile p;
+    memset(&p, 0, sizeof p);
+    if (!rb_probe_profile_set(&p))
         return 0;
-    }
     if (f->prepare) f->prepare(f->ctx);
     const int bad = f->call(f->ctx);
     rb_probe_profile_set(NULL);
-    if (bad || p->call_count == 0) {
-        free(p);
-        return bad ? RB_ENOMEM : 0;
+    if (bad)
+        return RB_ENOMEM;
+    const double spt = p.call_ticks ? p.call_s / (double)p.call_ticks : 0;
+    for (int c = 0; c < RB_PROF_CLASSES; c++) {
+        if (p.blocks[c] <= 0)
+            continue;
+        r->cls[r->n_cls++] = (bench_class){
+            (int64_t)1 << c, c == RB_PROF_CLASSES - 1 ? -1 : ((int64_t)2 << c) - 1,
+            p.blocks[c], p.keys[c], p.pairs[c], (double)p.ticks[c] * spt,
+            (double)p.ticks_qk[c] * spt, (double)p.ticks_softmax[c] * spt,
+            (double)p.ticks_pv[c] * spt};
     }
-    r->prof = p;
+    r->prof_call_s = p.call_s;
     return 0;
 }
 
@@ -1493,8 +1485,6 @@ cleanup:
         fprintf(stderr, "ropebench: bench: --json %s: write failed\n", o.json);
         code = RB_EXIT_FAIL;
     }
-    for (int i = 0; i < rl.n; i++)
-        free(rl.rows[i].prof);
     free(rl.rows);
     if (mpi_up) MPI_Finalize();
     return code;

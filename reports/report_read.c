@@ -1212,10 +1212,7 @@ static void bench_read(hid_t fid, rp_bench *b)
     b->t.n = n;
     if ((g = H5Gopen2(fid, "/bench", H5P_DEFAULT)) >= 0)
         attrs_read(g, &b->attrs);
-    if (H5Lexists(fid, "/bench/probe_breakdown", H5P_DEFAULT) > 0)
-        tab_read(fid, &rp_bench_breakdown_spec, &b->pb);
-    if (b->pb.n < 0)
-        b->pb.n = 0;
+    tab_read(fid, &rp_bench_breakdown_spec, &b->pb); /* (absent: pb empty) */
 cleanup:
     if (g >= 0)
         H5Gclose(g);

@@ -201,15 +201,21 @@ def run(cmd):
     return p
 
 
-def probe_size(n, d=128, P=128):
-    """The probe rows' FLOP (4 d per visible pair, P log-spaced positions in [0, n-1] as
-    docs/bench.md gives them) and bytes (K and V once, fp32) at n keys."""
+def probe_positions(n, P=128):
+    """The probe rows' P log-spaced positions in [0, n-1], as docs/bench.md gives them
+    (sorted, repeats dropped)."""
     pos = []
     for i in range(P):
         v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
         if not pos or v != pos[-1]:
             pos.append(v)
-    return 4.0 * d * sum(p + 1 for p in pos), 2.0 * n * d * 4
+    return pos
+
+
+def probe_size(n, d=128, P=128):
+    """The probe rows' FLOP (4 d per visible pair of probe_positions) and bytes (K and V
+    once, fp32) at n keys."""
+    return 4.0 * d * sum(p + 1 for p in probe_positions(n, P)), 2.0 * n * d * 4
 
 
 def header_peaks(out):
@@ -339,11 +345,7 @@ def probe_classes(n, P=128, classes=12):
     0..n-1 in blocks of 64, P log-spaced query positions (probe_size's); a block is seen
     by the rows at or after its first key, and class c holds the blocks 2^c <= rows <
     2^(c+1) see (the last every count from 2^(classes-1)). {c: [blocks, keys, pairs]}."""
-    pos = []
-    for i in range(P):
-        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
-        if not pos or v != pos[-1]:
-            pos.append(v)
+    pos = probe_positions(n, P)
     out = {}
     for b0 in range(0, n, 64):
         cnt = min(64, n - b0)

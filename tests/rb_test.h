@@ -72,6 +72,12 @@ static inline double rng_normal(void)
     return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
+/* rb_test_overlap_free: frees what rb_test_overlap_block allocated. */
+static inline void rb_test_overlap_free(float *k, float *v, float *pk, float *pv)
+{
+    free(k), free(v), free(pk), free(pv);
+}
+
 /* rb_test_overlap_block: the probe-overlap tests' block of n floats each (64-byte
  * aligned, rb_kernels_alloc; the caller frees them): k and v small integers (1..7 and
  * 1..5, whose float sums are exact, so that a chunk left out or read twice shows), pk
@@ -84,7 +90,7 @@ static inline int rb_test_overlap_block(int64_t n, float **k, float **v, float *
     *k = rb_kernels_alloc(bytes), *v = rb_kernels_alloc(bytes);
     *pk = rb_kernels_alloc(bytes), *pv = rb_kernels_alloc(bytes);
     if (!*k || !*v || !*pk || !*pv) {
-        free(*k), free(*v), free(*pk), free(*pv);
+        rb_test_overlap_free(*k, *v, *pk, *pv);
         return -1;
     }
     double sum = 0;
@@ -98,5 +104,6 @@ static inline int rb_test_overlap_block(int64_t n, float **k, float **v, float *
         *kv = sum;
     return 0;
 }
+
 
 #endif

@@ -83,10 +83,7 @@ int main(void)
               "rb_overlap_probe(%d threads, 4 MiB, 5e7 FLOP) = %d, times %g %g %g", t, rc,
               out[0], out[1], out[2]);
     }
-    free(k);
-    free(v);
-    free(pk);
-    free(pv);
+    rb_test_overlap_free(k, v, pk, pv);
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

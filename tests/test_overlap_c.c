@@ -54,10 +54,7 @@ int main(void)
     check(fabs(got - 100000 * u1) <= 1e-6 * 100000 * u1,
           "rb_overlap_block_c(100000 units, n 0) = %.9g, expected %.9g", got, 100000 * u1);
     check(u1 > 1000, "a unit's value %.9g: the test could not see a unit left out", u1);
-    free(k);
-    free(v);
-    free(pk);
-    free(pv);
+    rb_test_overlap_free(k, v, pk, pv);
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }
