@@ -70,6 +70,15 @@ def load_h5(path):
     return rows
 
 
+def breakdown_class(lo, hi, where):
+    """The class whose row range a breakdown entry gives as lo..hi: [2^c, 2^(c+1) - 1],
+    the last (c = 11) open (hi -1); any other range fails."""
+    cl = lo.bit_length() - 1
+    if lo != 1 << cl or hi != (-1 if cl == 11 else (2 << cl) - 1):
+        raise SystemExit(f"FAIL {where}: class rows {lo}-{hi}")
+    return cl
+
+
 def check_h5_breakdown(pb, rows):
     """/bench/probe_breakdown: its columns one length, every entry's row a probe row of an
     AVX-512 kernel, and per row the classes of probe_classes with their blocks, keys and
@@ -96,9 +105,7 @@ def check_h5_breakdown(pb, rows):
         got, classes = {}, []
         for j in js:
             lo, hi = int(cols["rows_min"][j]), int(cols["rows_max"][j])
-            cl = lo.bit_length() - 1
-            if lo != 1 << cl or hi != (-1 if cl == 11 else (2 << cl) - 1):
-                raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: rows {lo}-{hi}")
+            cl = breakdown_class(lo, hi, f"/bench/probe_breakdown row {i}")
             got[cl] = [int(cols[k][j]) for k in ("blocks", "keys", "pairs")]
             classes.append({k: float(cols[k][j]) for k in ("s", "qk_s", "softmax_s", "pv_s")}
                            | {"rows_min": lo})
@@ -411,9 +418,7 @@ def check_breakdown(out, rows):
         want = probe_classes(r["seq_len"])
         got = {}
         for c in bd["classes"]:
-            cl = c["rows_min"].bit_length() - 1
-            if c["rows_min"] != 1 << cl or c["rows_max"] != (-1 if cl == 11 else (2 << cl) - 1):
-                raise SystemExit(f"FAIL {where}: class rows {c['rows_min']}-{c['rows_max']}")
+            cl = breakdown_class(c["rows_min"], c["rows_max"], where)
             got[cl] = [c["blocks"], c["keys"], c["pairs"]]
         if got != want:
             raise SystemExit(f"FAIL {where}: classes {{class: [blocks, keys, pairs]}} {got}, "
