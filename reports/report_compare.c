@@ -1,4 +1,4 @@
-/* report_compare.c — rb_report_compare: compare.md and a self-contained compare.html setting several results files side by side (machines, runs, study, throughput, results, a scaling model across rank counts, bench rows). */
+/* report_compare.c — rb_report_compare: compare.md and a self-contained compare.html setting several results files side by side (machines, runs, study, throughput, results, a scaling model across rank counts, bench rows and their probe breakdowns). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,6 +457,24 @@ static void bench_key(char *b, size_t n, const rp_bench *bn, int64_t r)
              bn->t.col[RP_BENCH_THREADS][r]);
 }
 
+/* bench_rows_at: whether every file has a /bench row with this key (bench_key); at[i]
+ * (out) the first such row of file i, as far as they were found. */
+static int bench_rows_at(const rp_file *fs, size_t n, const char *key, int64_t *at)
+{
+    for (size_t i = 0; i < n; i++) {
+        at[i] = -1;
+        for (int64_t s = 0; s < fs[i].bench.t.n && at[i] < 0; s++) {
+            char k2[256];
+            bench_key(k2, sizeof k2, &fs[i].bench, s);
+            if (!strcmp(k2, key))
+                at[i] = s;
+        }
+        if (at[i] < 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* The /bench rows that every file has (same kernel, dtype, bench, shape and threads):
  * each file's fraction of its own peak (FMA for causal rows, triad otherwise) and its
  * median time over A's. Nothing unless every file has a /bench group. */
@@ -480,18 +498,7 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         char key[256];
         bench_key(key, sizeof key, ba, r);
         int64_t at[RB_COMPARE_MAX];
-        int all = 1;
-        for (size_t i = 0; i < n && all; i++) {
-            at[i] = -1;
-            for (int64_t s = 0; s < fs[i].bench.t.n && at[i] < 0; s++) {
-                char k2[256];
-                bench_key(k2, sizeof k2, &fs[i].bench, s);
-                if (!strcmp(k2, key))
-                    at[i] = s;
-            }
-            all = at[i] >= 0;
-        }
-        if (!all)
+        if (!bench_rows_at(fs, n, key, at))
             continue;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, key);
@@ -505,6 +512,156 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+}
+
+/* One probe-breakdown entry of a file: its probe row, class of blocks and index. */
+typedef struct {
+    double row, rmin, rmax;
+    int64_t k;
+} pb_ent;
+
+static int pb_ent_cmp(const void *a, const void *b)
+{
+    const pb_ent *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    if (x->rmin != y->rmin)
+        return x->rmin < y->rmin ? -1 : 1;
+    if (x->rmax != y->rmax)
+        return x->rmax < y->rmax ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* pb_sorted: the probe-breakdown entries of b that name a probe row (rp_pb_row_ok),
+ * sorted by row, then class (rows_min, rows_max), then index, into a new array (*out,
+ * caller frees; NULL when there are none); returns their count, -1 if out of memory. */
+static int64_t pb_sorted(const rp_bench *b, pb_ent **out)
+{
+    const rp_tab *p = &b->pb;
+    *out = NULL;
+    int64_t m = 0;
+    if (p->n <= 0)
+        return 0;
+    pb_ent *e = malloc((size_t)p->n * sizeof *e);
+    if (!e)
+        return -1;
+    for (int64_t k = 0; k < p->n; k++)
+        if (rp_pb_row_ok(b, p->col[RP_PB_ROW][k]))
+            e[m++] = (pb_ent){p->col[RP_PB_ROW][k], p->col[RP_PB_ROWS_MIN][k],
+                              p->col[RP_PB_ROWS_MAX][k], k};
+    if (m == 0) {
+        free(e);
+        return 0;
+    }
+    qsort(e, (size_t)m, sizeof *e, pb_ent_cmp);
+    *out = e;
+    return m;
+}
+
+/* pb_find: the index of the first of the m sorted entries e for (row, rmin, rmax);
+ * -1 if none. */
+static int64_t pb_find(const pb_ent *e, int64_t m, double row, double rmin, double rmax)
+{
+    int64_t lo = 0, hi = m;
+    const pb_ent key = {row, rmin, rmax, -1};
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (pb_ent_cmp(&e[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m && e[lo].row == row && e[lo].rmin == rmin && e[lo].rmax == rmax ? e[lo].k
+                                                                                   : -1;
+}
+
+/* write_breakdown_cmp: the probe breakdown (/bench/probe_breakdown) of the probe rows
+ * every file has (bench_key), for the classes of blocks (rows_min, rows_max) every
+ * file's row has: each file's share of the row's block time and its ns per pair, and
+ * the ns per pair over A's, so that two machines show where their probe time goes
+ * side by side. A file's entries that do not name one of its probe rows are left out
+ * (rp_pb_row_ok); where a row has two entries of one class the first in the file is
+ * taken. Nothing unless every file has such entries and some row and class are in all. */
+static void write_breakdown_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+{
+    pb_ent *ent[RB_COMPARE_MAX] = {NULL};
+    int64_t ne[RB_COMPARE_MAX];
+    double *tot[RB_COMPARE_MAX] = {NULL};
+    int started = 0;
+    for (size_t i = 0; i < n; i++) {
+        ne[i] = pb_sorted(&fs[i].bench, &ent[i]);
+        if (ne[i] <= 0 || !(tot[i] = calloc((size_t)fs[i].bench.t.n, sizeof *tot[i])))
+            goto cleanup;
+        rp_pb_totals(&fs[i].bench, tot[i]);
+    }
+    static const char *const what[3] = {"% of time", "ns/pair", "ns/pair / A's"};
+    static const int skip_a[3] = {0, 0, 1};
+    const char *cols[1 + 3 * RB_COMPARE_MAX];
+    char names[1 + 3 * RB_COMPARE_MAX][48];
+    const int nc = file_cols(cols, names, n, "probe row, rows per block", what, skip_a, 3);
+    const rp_bench *ba = &fs[0].bench;
+    int64_t at[RB_COMPARE_MAX]; /* the row of A's current entry in each file */
+    double cur = -1;
+    int row_all = 0;
+    for (int64_t j = 0; j < ne[0]; j++) {
+        const pb_ent *a = &ent[0][j];
+        if (j > 0 && a->row == ent[0][j - 1].row && a->rmin == ent[0][j - 1].rmin &&
+            a->rmax == ent[0][j - 1].rmax)
+            continue; /* a second entry of one class: the first is shown */
+        char key[256];
+        bench_key(key, sizeof key, ba, (int64_t)a->row);
+        if (a->row != cur) {
+            cur = a->row;
+            row_all = bench_rows_at(fs, n, key, at);
+        }
+        if (!row_all)
+            continue;
+        int64_t kk[RB_COMPARE_MAX];
+        int all = 1;
+        for (size_t i = 0; i < n && all; i++)
+            all = (kk[i] = pb_find(ent[i], ne[i], (double)at[i], a->rmin, a->rmax)) >= 0;
+        if (!all)
+            continue;
+        if (!started) {
+            heading(o, html, "Probe breakdown of the bench rows in every file");
+            para(o, html, "The blocks of 64 keys of each AVX-512 probe row grouped by the "
+                          "query rows that see them (docs/bench.md, Probe breakdown), for the "
+                          "rows and groups every file has: each file's share of the row's "
+                          "block time, its time per pair computed (rows x keys), and that "
+                          "time over A's (below 1 is faster than A). The groups few rows see "
+                          "are a stream, those many rows see arithmetic: where the machines "
+                          "differ tells which of the two does.");
+            rp_table_head(o, html, cols, nc);
+            started = 1;
+        }
+        char label[320];
+        if (a->rmax < 0)
+            snprintf(label, sizeof label, "%s, %.0f+", key, a->rmin);
+        else
+            snprintf(label, sizeof label, "%s, %.0f-%.0f", key, a->rmin, a->rmax);
+        fprintf(o, html ? "<tr>" : "|");
+        rp_cell_text(o, html, label);
+        double na = NAN;
+        for (size_t i = 0; i < n; i++) {
+            const rp_tab *p = &fs[i].bench.pb;
+            const double t = p->col[RP_PB_S][kk[i]], T = tot[i][at[i]];
+            const double ns = rp_per_pair(t, p->col[RP_PB_PAIRS][kk[i]]);
+            rp_cell_num(o, html, T > 0 && t >= 0 ? 100.0 * t / T : NAN, "%.1f");
+            rp_cell_num(o, html, ns, "%.2f");
+            if (i == 0)
+                na = ns;
+            else
+                rp_cell_num(o, html, na > 0 ? ns / na : NAN, "%.3f");
+        }
+        fprintf(o, html ? "</tr>\n" : "\n");
+    }
+    if (started && html)
+        fprintf(o, "</table>\n");
+cleanup:
+    for (size_t i = 0; i < n; i++) {
+        free(ent[i]);
+        free(tot[i]);
+    }
 }
 
 /* scaling_mismatch: 1 and what differs (into why) when the runs of case cs[0..n) differ
@@ -737,6 +894,7 @@ static int write_doc(const rp_file *fs, size_t n, const char *outdir, int html, 
     write_scaling(o, fs, n, html);
     write_missing(o, fs, n, html);
     write_bench_cmp(o, fs, n, html);
+    write_breakdown_cmp(o, fs, n, html);
     if (html)
         fprintf(o, "</body>\n</html>\n");
     return rp_finish(o, path, err, errlen);

@@ -257,6 +257,20 @@ void rp_write_metric_tables(FILE *o, const rp_file *f, int html);
  * breakdown table (docs/bench.md). */
 void rp_write_bench(FILE *o, const rp_file *f, int html);
 
+/* rp_pb_row_ok: whether probe-breakdown entry row index ri names a probe row of b's
+ * table (a whole number in range whose bench is "probe"): entries that do not are left
+ * out of every table. */
+int rp_pb_row_ok(const rp_bench *b, double ri);
+
+/* rp_per_pair: ns per pair of x seconds over `pairs` pairs; NaN (n/a) unless both are
+ * non-negative and pairs positive. */
+double rp_per_pair(double x, double pairs);
+
+/* rp_pb_totals: each probe row's block time, the sum of its breakdown entries'
+ * seconds, into tot[b->t.n] (zeroed first; rows without entries stay 0), in one pass
+ * over the entries; returns how many entries name a probe row (rp_pb_row_ok). */
+int64_t rp_pb_totals(const rp_bench *b, double *tot);
+
 /* Throughput of a case from its attributes and timings: GFLOP/s over the slowest
  * rank's compute time, K/V streaming GB/s for probe cases (K and V read once), and
  * both as % of the peaks the run measured (sums over ranks). NaN where unknown. */

@@ -304,19 +304,32 @@ static const char *attr_value(const rp_attrs *as, const char *name)
     return NULL;
 }
 
-/* pb_row_ok: whether probe-breakdown entry row index ri names a probe row of b's table
- * (a whole number in range). */
-static int pb_row_ok(const rp_bench *b, double ri)
+/* rp_pb_row_ok: see report_int.h. */
+int rp_pb_row_ok(const rp_bench *b, double ri)
 {
     return ri >= 0 && ri < (double)b->t.n && ri == floor(ri) &&
            strcmp(b->bench[(int64_t)ri], "probe") == 0;
 }
 
-/* per_pair: ns per pair of x seconds over `pairs` pairs; NaN (n/a) unless both are
- * non-negative and pairs positive. */
-static double per_pair(double x, double pairs)
+/* rp_per_pair: see report_int.h. */
+double rp_per_pair(double x, double pairs)
 {
     return pairs > 0 && x >= 0 ? 1e9 * x / pairs : NAN;
+}
+
+/* rp_pb_totals: see report_int.h. */
+int64_t rp_pb_totals(const rp_bench *b, double *tot)
+{
+    const rp_tab *p = &b->pb;
+    int64_t shown = 0;
+    for (int64_t r = 0; r < b->t.n; r++)
+        tot[r] = 0;
+    for (int64_t k = 0; k < p->n; k++)
+        if (rp_pb_row_ok(b, p->col[RP_PB_ROW][k])) {
+            tot[(int64_t)p->col[RP_PB_ROW][k]] += p->col[RP_PB_S][k];
+            shown++;
+        }
+    return shown;
 }
 
 /* write_breakdown: the probe breakdown of /bench/probe_breakdown (nothing when the file
@@ -332,15 +345,8 @@ static void write_breakdown(FILE *o, const rp_bench *b, int html)
                                  "K+V GB/s"};
     const rp_tab *p = &b->pb;
     double *tot = NULL; /* [b->t.n]: each row's block time */
-    int64_t shown = 0;
-    if (p->n <= 0 || b->t.n <= 0 || !(tot = calloc((size_t)b->t.n, sizeof *tot)))
-        goto cleanup;
-    for (int64_t k = 0; k < p->n; k++)
-        if (pb_row_ok(b, p->col[RP_PB_ROW][k])) {
-            tot[(int64_t)p->col[RP_PB_ROW][k]] += p->col[RP_PB_S][k];
-            shown++;
-        }
-    if (!shown)
+    if (p->n <= 0 || b->t.n <= 0 || !(tot = calloc((size_t)b->t.n, sizeof *tot)) ||
+        rp_pb_totals(b, tot) == 0)
         goto cleanup;
     fprintf(o, html ? "<h3>Probe breakdown</h3>\n<p>"
                     : "\n### Probe breakdown\n\n");
@@ -354,7 +360,7 @@ static void write_breakdown(FILE *o, const rp_bench *b, int html)
                html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
     for (int64_t k = 0; k < p->n; k++) {
-        if (!pb_row_ok(b, p->col[RP_PB_ROW][k]))
+        if (!rp_pb_row_ok(b, p->col[RP_PB_ROW][k]))
             continue;
         const int64_t r = (int64_t)p->col[RP_PB_ROW][k];
         const double pairs = p->col[RP_PB_PAIRS][k], t = p->col[RP_PB_S][k];
@@ -372,10 +378,10 @@ static void write_breakdown(FILE *o, const rp_bench *b, int html)
         rp_cell_num(o, html, p->col[RP_PB_BLOCKS][k], "%.0f");
         rp_cell_num(o, html, p->col[RP_PB_KEYS][k], "%.0f");
         rp_cell_num(o, html, tot[r] > 0 && t >= 0 ? 100.0 * t / tot[r] : NAN, "%.1f");
-        rp_cell_num(o, html, per_pair(t, pairs), "%.2f");
-        rp_cell_num(o, html, per_pair(p->col[RP_PB_QK][k], pairs), "%.2f");
-        rp_cell_num(o, html, per_pair(p->col[RP_PB_SOFTMAX][k], pairs), "%.2f");
-        rp_cell_num(o, html, per_pair(p->col[RP_PB_PV][k], pairs), "%.2f");
+        rp_cell_num(o, html, rp_per_pair(t, pairs), "%.2f");
+        rp_cell_num(o, html, rp_per_pair(p->col[RP_PB_QK][k], pairs), "%.2f");
+        rp_cell_num(o, html, rp_per_pair(p->col[RP_PB_SOFTMAX][k], pairs), "%.2f");
+        rp_cell_num(o, html, rp_per_pair(p->col[RP_PB_PV][k], pairs), "%.2f");
         rp_cell_num(o, html, t > 0 && p->col[RP_PB_KEYS][k] >= 0
                                  ? 2.0 * p->col[RP_PB_KEYS][k] *
                                        b->t.col[RP_BENCH_HEAD_DIM][r] * 4.0 / t * 1e-9

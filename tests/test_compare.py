@@ -4,7 +4,8 @@ numbers computed here from the two files: a synthetic file A (make_synthetic.py)
 copy B with one case's compute times halved (its GFLOP/s ×A must read 2.000), one
 case's entropies scaled by 1 + 1e-3 (the largest |Δ entropy| is that of the means), one
 case removed (listed as missing in B), another configuration key, a /bench row twice
-as slow, and a probe case on 4 ranks instead of 2 with 0.6 of A's time (the scaling
+as slow, a probe breakdown class 1.5 times as slow and one removed (the breakdown table
+recomputed here from both files), and a probe case on 4 ranks instead of 2 with 0.6 of A's time (the scaling
 model T = a + b/N through both points, its efficiency and prediction at 16 ranks). Then the refusals: a second file that is not a results file (one line naming
 it, exit 2, no compare.md), 9 files (more than the 8 compared at once).
 
@@ -61,6 +62,62 @@ def mean_entropy(c):
     return float(np.mean(e[np.isfinite(e)]))
 
 
+def num(x, fmt):
+    """A number as rp_fmt_num prints it (NaN: n/a)."""
+    return "n/a" if np.isnan(x) else format(x, fmt)
+
+
+def breakdown(f):
+    """{(bench row key, rows_min, rows_max): (% of time, ns/pair)} of f's probe
+    breakdown: entries naming a probe row of /bench only, the first of a class."""
+    g = f["bench"]
+    nrows = len(g["bench"])
+    pb = {k: g["probe_breakdown"][k][()] for k in g["probe_breakdown"]}
+    ok = [i for i, r in enumerate(pb["row"]) if 0 <= r < nrows and
+          g["bench"][r] == b"probe"]
+    total = {}
+    for i in ok:
+        total[pb["row"][i]] = total.get(pb["row"][i], 0.0) + pb["s"][i]
+    out = {}
+    for i in ok:
+        r = pb["row"][i]
+        key = "%s %s probe d=%d L=%d threads=%d" % (
+            g["kernel"][r].decode(), g["dtype"][r].decode(), g["head_dim"][r],
+            g["seq_len"][r], g["threads"][r])
+        cls = (key, int(pb["rows_min"][i]), int(pb["rows_max"][i]))
+        if cls in out:
+            continue
+        t, pairs = pb["s"][i], pb["pairs"][i]
+        out[cls] = (100 * t / total[r] if total[r] > 0 and t >= 0 else np.nan,
+                    1e9 * t / pairs if pairs > 0 and t >= 0 else np.nan)
+    return out
+
+
+def check_breakdown_cmp(md, fa, fb):
+    """The compare's probe breakdown table: a row for each class both files have, in
+    A's order of row and class, cells computed here from each file."""
+    head, rows = table(md, "## Probe breakdown of the bench rows in every file")
+    ba, bb = breakdown(fa), breakdown(fb)
+    want = []
+    for cls in sorted(ba, key=lambda c: (c[0], c[1], c[2])):
+        if cls not in bb:
+            continue
+        (pa, na), (pb_, nb) = ba[cls], bb[cls]
+        rng = f"{cls[1]}+" if cls[2] < 0 else f"{cls[1]}-{cls[2]}"
+        want.append([f"{cls[0]}, {rng}", num(pa, ".1f"), num(na, ".2f"), num(pb_, ".1f"),
+                     num(nb, ".2f"), num(nb / na if na > 0 else np.nan, ".3f")])
+    if head != ["probe row, rows per block", "A % of time", "A ns/pair", "B % of time",
+                "B ns/pair", "B ns/pair / A's"]:
+        fail(f"probe breakdown: header {head}")
+    if rows != want or len(want) < 2:
+        fail(f"probe breakdown: rows {rows}, want {want}")
+    slow = [r for r in rows if r[0].endswith(", 8-15")]
+    if not slow or slow[0][-1] != "1.500":
+        fail(f"probe breakdown: the 8-15 class made 1.5 times as slow in B reads {slow}")
+    if any(r[0].endswith("2048+") for r in rows):
+        fail("probe breakdown: a class B lacks has a row")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -94,6 +151,17 @@ def main():
         del f["cases"][gone]
         m = f["bench/median_s"]
         m[0] = m[0] * 2
+        # B's probe breakdown: the 8-15 class 1.5 times as slow, the 2048+ class gone
+        # (A's row for it must not appear), the entries reordered (matched by row and
+        # class, not by place)
+        pb = f["bench/probe_breakdown"]
+        ent = {k: pb[k][()] for k in pb}
+        slow = (ent["row"] == 2) & (ent["rows_min"] == 8)
+        ent["s"] = np.where(slow, ent["s"] * 1.5, ent["s"])
+        keep = np.flatnonzero(~((ent["row"] == 2) & (ent["rows_min"] == 2048)))[::-1]
+        for k, v in ent.items():
+            del pb[k]
+            pb[k] = v[keep]
         # the probe case on 4 ranks in B, its total time 0.6 of A's: the scaling model
         g = f["cases"][scaled]["timing"]
         t_a = g["total_s"][()].max()
@@ -171,6 +239,7 @@ def main():
         head, rows = table(md, "## Benchmark rows in every file")
         if not rows or rows[0][head.index("B time / A's")] != "2.000":
             fail(f"bench rows: {rows[:2]}")
+        check_breakdown_cmp(md, fa, fb)
     if "<script>" in html or "<table>" not in html or "ropebench comparison" not in html:
         fail("compare.html: not escaped or not the tables")
     # refusals: a second file that is not a results file; too many files
