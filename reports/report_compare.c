@@ -457,28 +457,98 @@ static void bench_key(char *b, size_t n, const rp_bench *bn, int64_t r)
              bn->t.col[RP_BENCH_THREADS][r]);
 }
 
-/* bench_rows_at: whether every file has a /bench row with this key (bench_key); at[i]
- * (out) the first such row of file i, as far as they were found. */
-static int bench_rows_at(const rp_file *fs, size_t n, const char *key, int64_t *at)
+/* A file's /bench rows by key (bench_key): sorted by key, then row, so that a key's
+ * first row comes first. */
+typedef struct {
+    char *key;
+    int64_t row;
+} bench_ent;
+typedef struct {
+    bench_ent *e;
+    int64_t n;
+} bench_index;
+
+static int bench_ent_cmp(const void *a, const void *b)
+{
+    const bench_ent *x = a, *y = b;
+    const int c = strcmp(x->key, y->key);
+    return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+static void bench_indexes_free(bench_index *ix, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        at[i] = -1;
-        for (int64_t s = 0; s < fs[i].bench.t.n && at[i] < 0; s++) {
-            char k2[256];
-            bench_key(k2, sizeof k2, &fs[i].bench, s);
-            if (!strcmp(k2, key))
-                at[i] = s;
-        }
-        if (at[i] < 0)
-            return 0;
+        for (int64_t r = 0; r < ix[i].n; r++)
+            free(ix[i].e[r].key);
+        free(ix[i].e);
+        ix[i] = (bench_index){NULL, 0};
     }
+}
+
+/* bench_indexes: ix[i] (out) the rows of file i's /bench by key, for the n files, so
+ * that each lookup is a binary search (a damaged file with many rows stays linear-
+ * logarithmic); 0, or -1 out of memory (ix freed). */
+static int bench_indexes(const rp_file *fs, size_t n, bench_index *ix)
+{
+    for (size_t i = 0; i < n; i++)
+        ix[i] = (bench_index){NULL, 0};
+    for (size_t i = 0; i < n; i++) {
+        const rp_bench *bn = &fs[i].bench;
+        if (bn->t.n <= 0)
+            continue;
+        if (!(ix[i].e = calloc((size_t)bn->t.n, sizeof *ix[i].e)))
+            goto fail;
+        for (int64_t r = 0; r < bn->t.n; r++) {
+            char k[256];
+            bench_key(k, sizeof k, bn, r);
+            if (!(ix[i].e[r].key = strdup(k)))
+                goto fail;
+            ix[i].e[r].row = r;
+            ix[i].n = r + 1;
+        }
+        qsort(ix[i].e, (size_t)ix[i].n, sizeof *ix[i].e, bench_ent_cmp);
+    }
+    return 0;
+fail:
+    bench_indexes_free(ix, n);
+    return -1;
+}
+
+/* bench_find: the first row of ix with this key; -1 if none. */
+static int64_t bench_find(const bench_index *ix, const char *key)
+{
+    int64_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->e[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && !strcmp(ix->e[lo].key, key) ? ix->e[lo].row : -1;
+}
+
+/* bench_rows_at: whether every file after A has a /bench row with the key of A's row
+ * r (bench_key); at[0] = r and at[i] (out) the first such row of file i, as far as
+ * they were found. */
+static int bench_rows_at(const rp_file *fs, const bench_index *ix, size_t n, int64_t r,
+                         int64_t *at)
+{
+    char key[256];
+    bench_key(key, sizeof key, &fs[0].bench, r);
+    at[0] = r;
+    for (size_t i = 1; i < n; i++)
+        if ((at[i] = bench_find(&ix[i], key)) < 0)
+            return 0;
     return 1;
 }
 
 /* The /bench rows that every file has (same kernel, dtype, bench, shape and threads):
  * each file's fraction of its own peak (FMA for causal rows, triad otherwise) and its
- * median time over A's. Nothing unless every file has a /bench group. */
-static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+ * median time over A's (ix: each file's rows by key, bench_indexes). Nothing unless
+ * every file has a /bench group. */
+static void write_bench_cmp(FILE *o, const rp_file *fs, const bench_index *ix, size_t n,
+                            int html)
 {
     for (size_t i = 0; i < n; i++)
         if (fs[i].bench.t.n == 0)
@@ -498,7 +568,7 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         char key[256];
         bench_key(key, sizeof key, ba, r);
         int64_t at[RB_COMPARE_MAX];
-        if (!bench_rows_at(fs, n, key, at))
+        if (!bench_rows_at(fs, ix, n, r, at))
             continue;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, key);
@@ -532,9 +602,10 @@ static int pb_ent_cmp(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-/* pb_sorted: the probe-breakdown entries of b that name a probe row (rp_pb_row_ok),
- * sorted by row, then class (rows_min, rows_max), then index, into a new array (*out,
- * caller frees; NULL when there are none); returns their count, -1 if out of memory. */
+/* pb_sorted: the probe-breakdown entries of b that name a probe row (rp_pb_row_ok)
+ * and whose class bounds are numbers (a NaN would break the order), sorted by row,
+ * then class (rows_min, rows_max), then index, into a new array (*out, caller frees;
+ * NULL when there are none); returns their count, -1 if out of memory. */
 static int64_t pb_sorted(const rp_bench *b, pb_ent **out)
 {
     const rp_tab *p = &b->pb;
@@ -546,7 +617,8 @@ static int64_t pb_sorted(const rp_bench *b, pb_ent **out)
     if (!e)
         return -1;
     for (int64_t k = 0; k < p->n; k++)
-        if (rp_pb_row_ok(b, p->col[RP_PB_ROW][k]))
+        if (rp_pb_row_ok(b, p->col[RP_PB_ROW][k]) && !isnan(p->col[RP_PB_ROWS_MIN][k]) &&
+            !isnan(p->col[RP_PB_ROWS_MAX][k]))
             e[m++] = (pb_ent){p->col[RP_PB_ROW][k], p->col[RP_PB_ROWS_MIN][k],
                               p->col[RP_PB_ROWS_MAX][k], k};
     if (m == 0) {
@@ -580,9 +652,12 @@ static int64_t pb_find(const pb_ent *e, int64_t m, double row, double rmin, doub
  * file's row has: each file's share of the row's block time and its ns per pair, and
  * the ns per pair over A's, so that two machines show where their probe time goes
  * side by side. A file's entries that do not name one of its probe rows are left out
- * (rp_pb_row_ok); where a row has two entries of one class the first in the file is
- * taken. Nothing unless every file has such entries and some row and class are in all. */
-static void write_breakdown_cmp(FILE *o, const rp_file *fs, size_t n, int html)
+ * (rp_pb_row_ok), as are those whose rows_min or rows_max is NaN; where a row has two
+ * entries of one class the first in the file is taken; ix: each file's rows by key
+ * (bench_indexes). Nothing unless every file has such entries and some row and class
+ * are in all. */
+static void write_breakdown_cmp(FILE *o, const rp_file *fs, const bench_index *ix, size_t n,
+                                int html)
 {
     pb_ent *ent[RB_COMPARE_MAX] = {NULL};
     int64_t ne[RB_COMPARE_MAX];
@@ -612,7 +687,7 @@ static void write_breakdown_cmp(FILE *o, const rp_file *fs, size_t n, int html)
         bench_key(key, sizeof key, ba, (int64_t)a->row);
         if (a->row != cur) {
             cur = a->row;
-            row_all = bench_rows_at(fs, n, key, at);
+            row_all = bench_rows_at(fs, ix, n, (int64_t)a->row, at);
         }
         if (!row_all)
             continue;
@@ -893,8 +968,13 @@ static int write_doc(const rp_file *fs, size_t n, const char *outdir, int html, 
     write_results_cmp(o, fs, n, html);
     write_scaling(o, fs, n, html);
     write_missing(o, fs, n, html);
-    write_bench_cmp(o, fs, n, html);
-    write_breakdown_cmp(o, fs, n, html);
+    bench_index ix[RB_COMPARE_MAX];
+    if (bench_indexes(fs, n, ix) == 0) {
+        write_bench_cmp(o, fs, ix, n, html);
+        write_breakdown_cmp(o, fs, ix, n, html);
+        bench_indexes_free(ix, n);
+    } else
+        para(o, html, "(The benchmark rows are left out: out of memory.)");
     if (html)
         fprintf(o, "</body>\n</html>\n");
     return rp_finish(o, path, err, errlen);

@@ -4,8 +4,9 @@ numbers computed here from the two files: a synthetic file A (make_synthetic.py)
 copy B with one case's compute times halved (its GFLOP/s ×A must read 2.000), one
 case's entropies scaled by 1 + 1e-3 (the largest |Δ entropy| is that of the means), one
 case removed (listed as missing in B), another configuration key, a /bench row twice
-as slow, a probe breakdown class 1.5 times as slow and one removed (the breakdown table
-recomputed here from both files), and a probe case on 4 ranks instead of 2 with 0.6 of A's time (the scaling
+as slow, a probe breakdown class 1.5 times as slow, one removed and one of NaN bounds added, B's
+bench rows in reverse order (the breakdown table recomputed here from both files, in
+Markdown and HTML), and a probe case on 4 ranks instead of 2 with 0.6 of A's time (the scaling
 model T = a + b/N through both points, its efficiency and prediction at 16 ranks). Then the refusals: a second file that is not a results file (one line naming
 it, exit 2, no compare.md), 9 files (more than the 8 compared at once).
 
@@ -17,6 +18,7 @@ usage: test_compare.py WORKDIR ROPEBENCH
 import hashlib
 import html as html_mod
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,13 +76,15 @@ def breakdown(f):
     nrows = len(g["bench"])
     pb = {k: g["probe_breakdown"][k][()] for k in g["probe_breakdown"]}
     ok = [i for i, r in enumerate(pb["row"]) if 0 <= r < nrows and
-          g["bench"][r] == b"probe"]
-    total = {}
+          g["bench"][int(r)] == b"probe"]
+    total = {}  # a row's block time: every entry of it, shown or not
     for i in ok:
         total[pb["row"][i]] = total.get(pb["row"][i], 0.0) + pb["s"][i]
     out = {}
     for i in ok:
-        r = pb["row"][i]
+        if np.isnan(pb["rows_min"][i]) or np.isnan(pb["rows_max"][i]):
+            continue
+        r = int(pb["row"][i])
         key = "%s %s probe d=%d L=%d threads=%d" % (
             g["kernel"][r].decode(), g["dtype"][r].decode(), g["head_dim"][r],
             g["seq_len"][r], g["threads"][r])
@@ -89,20 +93,21 @@ def breakdown(f):
             continue
         t, pairs = pb["s"][i], pb["pairs"][i]
         out[cls] = (100 * t / total[r] if total[r] > 0 and t >= 0 else np.nan,
-                    1e9 * t / pairs if pairs > 0 and t >= 0 else np.nan)
+                    1e9 * t / pairs if pairs > 0 and t >= 0 else np.nan, r)
     return out
 
 
-def check_breakdown_cmp(md, fa, fb):
+def check_breakdown_cmp(md, html, fa, fb):
     """The compare's probe breakdown table: a row for each class both files have, in
-    A's order of row and class, cells computed here from each file."""
+    A's order of row and class, cells computed here from each file; and the same table
+    in the HTML."""
     head, rows = table(md, "## Probe breakdown of the bench rows in every file")
     ba, bb = breakdown(fa), breakdown(fb)
     want = []
-    for cls in sorted(ba, key=lambda c: (c[0], c[1], c[2])):
+    for cls in sorted(ba, key=lambda c: (ba[c][2], c[1], c[2])):  # A's row, class
         if cls not in bb:
             continue
-        (pa, na), (pb_, nb) = ba[cls], bb[cls]
+        (pa, na, _), (pb_, nb, _) = ba[cls], bb[cls]
         rng = f"{cls[1]}+" if cls[2] < 0 else f"{cls[1]}-{cls[2]}"
         want.append([f"{cls[0]}, {rng}", num(pa, ".1f"), num(na, ".2f"), num(pb_, ".1f"),
                      num(nb, ".2f"), num(nb / na if na > 0 else np.nan, ".3f")])
@@ -116,6 +121,11 @@ def check_breakdown_cmp(md, fa, fb):
         fail(f"probe breakdown: the 8-15 class made 1.5 times as slow in B reads {slow}")
     if any(r[0].endswith("2048+") for r in rows):
         fail("probe breakdown: a class B lacks has a row")
+    sec = html.split("Probe breakdown of the bench rows in every file", 1)[-1]
+    sec = sec.split("</table>", 1)[0]
+    cells = [html_mod.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", sec)]
+    if cells != [c for r in want for c in r]:
+        fail(f"probe breakdown in compare.html: cells {cells[:12]}, want {want}")
 
 
 def main():
@@ -159,9 +169,25 @@ def main():
         slow = (ent["row"] == 2) & (ent["rows_min"] == 8)
         ent["s"] = np.where(slow, ent["s"] * 1.5, ent["s"])
         keep = np.flatnonzero(~((ent["row"] == 2) & (ent["rows_min"] == 2048)))[::-1]
+        ent = {k: v[keep] for k, v in ent.items()}
+        # B's bench rows in reverse order (entries follow their row: matched by the row's
+        # key, not its index), and one more entry of the probe row whose class bounds
+        # are NaN (left out; the others still matched)
+        g = f["bench"]
+        nrows = len(g["bench"])
+        for k in [k for k in g if isinstance(g[k], h5py.Dataset)]:
+            v = g[k][()]
+            del g[k]
+            g[k] = v[::-1]
+        ent["row"] = np.where((ent["row"] >= 0) & (ent["row"] < nrows),
+                              nrows - 1 - ent["row"], ent["row"])
+        for k in ent:
+            extra = {"row": nrows - 1 - 2, "rows_min": np.nan, "rows_max": np.nan}
+            ent[k] = np.append(ent[k].astype(np.float64) if k in extra else ent[k],
+                               extra.get(k, 1))
         for k, v in ent.items():
             del pb[k]
-            pb[k] = v[keep]
+            pb[k] = v
         # the probe case on 4 ranks in B, its total time 0.6 of A's: the scaling model
         g = f["cases"][scaled]["timing"]
         t_a = g["total_s"][()].max()
@@ -239,7 +265,7 @@ def main():
         head, rows = table(md, "## Benchmark rows in every file")
         if not rows or rows[0][head.index("B time / A's")] != "2.000":
             fail(f"bench rows: {rows[:2]}")
-        check_breakdown_cmp(md, fa, fb)
+        check_breakdown_cmp(md, html, fa, fb)
     if "<script>" in html or "<table>" not in html or "ropebench comparison" not in html:
         fail("compare.html: not escaped or not the tables")
     # refusals: a second file that is not a results file; too many files
