@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rb_bench.h"
+#include "rb_mpi.h"
 #include "rb_build.h"
 #include "rb_results.h"
 
@@ -435,6 +436,7 @@ int main(int argc, char **argv)
      * instead of killing the process with SIGXFSZ; from the start, since MPI_Init
      * writes files of its own */
     signal(SIGXFSZ, SIG_IGN);
+    rb_mpi_env_defaults(); /* before any subcommand's MPI_Init */
     if (argc < 2) {
         usage(stderr);
         return RB_EXIT_USAGE;

@@ -1,7 +1,8 @@
-/* mpi_util.c — error helpers shared by mpi/: MPI error strings, collective agreement on a return code, and the names MPI-IO opens a file with a ':' under. */
+/* mpi_util.c — helpers shared by mpi/ and the command: MPI error strings, collective agreement on a return code, the names MPI-IO opens a file with a ':' under, and the MPI settings the program needs whoever launches it. */
 #include "mpi_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,6 +29,14 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
     if (all < 0 && rc == 0)
         return rb_errf(err, errlen, all, "%s: failed on another rank (code %d)", what, all);
     return all < 0 ? rc : 0;
+}
+
+/* Contract in rb_mpi.h. */
+void rb_mpi_env_defaults(void)
+{
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+    setenv("OMPI_MCA_io", "romio321", 0);
+#endif
 }
 
 /* Contract in rb_mpi.h. */

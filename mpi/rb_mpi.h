@@ -146,6 +146,16 @@ int rb_probe_balance_plan(const double *cost, int n, double tol, int from, doubl
 int rb_mpi_merge_create(int d, MPI_Datatype *type, MPI_Op *op);
 void rb_mpi_merge_free(MPI_Datatype *type, MPI_Op *op);
 
+/* rb_mpi_env_defaults: MPI settings this program needs whichever way it is started
+ * (alone, under plain mpirun, or through scripts/mpirun.sh), set in the environment
+ * before MPI_Init reads it, each only where the user has not set it. With Open MPI 4:
+ * OMPI_MCA_io=romio321, i.e. ROMIO for MPI-IO, as the tests and scripts/mpirun.sh run
+ * it. Its OMPIO has hung in collective HDF5 writes, and its shared-file-pointer
+ * components, which OMPIO queries on every open, overflow a buffer on paths of ~240
+ * characters and more (a results file under a deep directory aborted the run with a
+ * backtrace and left an empty file). Other MPIs: nothing. Call it first in main. */
+void rb_mpi_env_defaults(void);
+
 /* rb_mpi_io_names: the names under which to open file `path` through MPI-IO (HDF5's
  * MPI-IO driver), in order. ROMIO (Open MPI's io component romio321, MPICH) reads the
  * text before a name's first ':' as a file-system type: it refuses one it does not

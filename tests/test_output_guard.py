@@ -15,6 +15,7 @@ refused outputs the file's bytes unchanged):
   run -o an empty file, then again (replacing the results file it wrote)  exit 0 twice
   report a FIFO                                      exit 2 at once (no wait for a writer)
   run -o a name of 253 characters (its .lock would exceed NAME_MAX)  exit 0, no lock left
+  bench -o, run -o a path of 300+ characters with OMPI_MCA_io unset   exit 0, readable
   report into a directory where report.md is a directory   exit 2, no plots left behind
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
@@ -193,6 +194,26 @@ def main():
     locks = [x for x in os.listdir(work) if x.endswith(".lock")]
     if not os.path.isfile(long) or locks:
         failed.append(f"long output name: file there {os.path.isfile(long)}, locks {locks}")
+
+    # a results file under a deep directory (a path of 300+ characters), with
+    # OMPI_MCA_io unset as a plain mpirun leaves it: the program picks ROMIO itself
+    # (rb_mpi_env_defaults; Open MPI 4's OMPIO aborted in a buffer overflow of its
+    # shared-file-pointer components and left an empty file)
+    deep = os.path.join(work, *(["d" * 60] * 5))
+    os.makedirs(deep)
+    env = {k: v for k, v in os.environ.items() if k != "OMPI_MCA_io"}
+    for label, cmd, out in (
+            ("bench -o", bench, os.path.join(deep, "b.h5")),
+            ("run -o", small_run(mpi, exe, 128, os.path.join(deep, "r.h5"))[:-1],
+             os.path.join(deep, "r.h5"))):
+        expect(f"{label} a path of {len(out)} characters, OMPI_MCA_io unset", cmd + [out], 0,
+               None, env=env)
+        try:
+            with h5py.File(out, "r") as f:
+                if "bench" not in f and "cases" not in f:
+                    failed.append(f"{label} a deep path: groups {list(f)}")
+        except OSError as e:
+            failed.append(f"{label} a deep path: not readable: {e}")
 
     rep = os.path.join(work, "rep-blocked")
     os.makedirs(os.path.join(rep, "report.md"))
