@@ -280,9 +280,12 @@ typedef struct {
 void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t);
 
 /* Shared by the report and the comparison (report_write.c): an attribute's value by
- * name (NULL if absent); mkdir -p of dir (RB_EIO naming it); OUTDIR/name opened for
- * writing into *o, its path in path[plen] (RB_EIO naming it); close o, RB_EIO naming
- * path if anything written to it failed. */
+ * name (NULL if absent); mkdir -p of dir (RB_EIO naming it); rp_open_out: OUTDIR/name
+ * to be written through *o, its path in path[plen] (RB_EIO naming it), written under a
+ * temporary name beside it (path + ".tmp-<pid>"); rp_finish: close o and rename the
+ * temporary file to path, replacing what was there (a symbolic link at path is
+ * replaced, not followed), or, if anything written failed, remove it and leave path as
+ * it was, RB_EIO naming path and the cause (e.g. "File too large"). */
 const char *rp_attr_get(const rp_attrs *as, const char *name);
 int rp_make_dirs(const char *dir, char *err, size_t errlen);
 int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,

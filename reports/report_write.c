@@ -308,21 +308,44 @@ static void write_case_summary(FILE *o, const rp_file *f, int html)
     free(names);
 }
 
+/* out_tmp: the name an output at path is written under until rp_finish renames it:
+ * path + ".tmp-<pid>", in the same directory (so that the rename is atomic). */
+static void out_tmp(char *t, size_t n, const char *path)
+{
+    snprintf(t, n, "%s.tmp-%ld", path, (long)getpid());
+}
+
 /* rp_finish: see report_int.h. */
 int rp_finish(FILE *o, const char *path, char *err, size_t errlen)
 {
-    int bad = ferror(o);
-    if (fclose(o) != 0 || bad)
-        return rb_errf(err, errlen, RB_EIO, "report: cannot write %s", path);
-    return RB_OK;
+    char tmp[4300];
+    out_tmp(tmp, sizeof tmp, path);
+    /* a failed write leaves errno at its cause; flushing what is buffered sees it
+     * again if the stream had not yet */
+    errno = 0;
+    int bad = fflush(o) != 0 || ferror(o);
+    int e = errno;
+    if (fclose(o) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad && rename(tmp, path) == 0)
+        return RB_OK;
+    if (!bad)
+        e = errno;
+    unlink(tmp);
+    return rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s (an earlier one there is "
+                   "left as it was)", path, e ? strerror(e) : "write error");
 }
 
 /* rp_open_out: see report_int.h. */
 int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
                 char *err, size_t errlen)
 {
+    char tmp[4300];
     snprintf(path, plen, "%s/%s", outdir, name);
-    *o = fopen(path, "w");
+    out_tmp(tmp, sizeof tmp, path);
+    *o = fopen(tmp, "w");
     return *o ? RB_OK
               : rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
                         strerror(errno));

@@ -17,6 +17,8 @@ refused outputs the file's bytes unchanged):
   run -o a name of 253 characters (its .lock would exceed NAME_MAX)  exit 0, no lock left
   bench -o, run -o a path of 300+ characters with OMPI_MCA_io unset   exit 0, readable
   report into a directory where report.md is a directory   exit 2, no plots left behind
+  report under a file-size limit (report.html too large)  exit 2, "File too large",
+                                                     the earlier report.html unchanged
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
@@ -35,6 +37,7 @@ usage: test_output_guard.py WORKDIR MPIEXEC... -- ROPEBENCH
 import hashlib
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -222,6 +225,36 @@ def main():
     left = [x for x in os.listdir(rep) if x.endswith(".svg")]
     if left:
         failed.append(f"report left {len(left)} plots behind after failing: {left[:3]}")
+
+    # a report that cannot be written whole (a file-size limit) names the file and the
+    # cause, and leaves the earlier report's file as it was, with no temporary left
+    rep = os.path.join(work, "rep-limit")
+    expect("a first report", [exe, "report", small, "-o", rep], 0, None)
+    html = os.path.join(rep, "report.html")
+    with open(html, "ab") as f:  # so that a new report.html would differ
+        f.write(b"<!-- the earlier report -->\n")
+    before = digest(html)
+    limit = os.path.getsize(html) // 2
+    if os.path.getsize(os.path.join(rep, "report.md")) >= limit:
+        failed.append(f"report under a size limit: report.md is not smaller than {limit}")
+
+    def fsize_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    p = subprocess.run([exe, "report", small, "-o", rep], capture_output=True, text=True,
+                       preexec_fn=fsize_limit, timeout=120)
+    lines = ours(p.stderr)
+    if p.returncode != 2 or len(lines) != 1 or not re.search(
+            r"cannot write .*report\.html: File too large \(an earlier one there is left",
+            lines[0]):
+        failed.append(f"report under a file-size limit: exit {p.returncode}, {p.stderr!r}")
+    elif digest(html) != before:
+        failed.append("report under a file-size limit: the earlier report.html changed")
+    else:
+        print(f"ok   report under a file-size limit: {lines[0]}")
+    tmp = [x for x in os.listdir(rep) if ".tmp-" in x]
+    if tmp:
+        failed.append(f"report under a file-size limit left {tmp}")
 
     kzero = os.path.join(work, "kzero.h5")
     rng = np.random.default_rng(3)
