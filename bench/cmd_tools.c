@@ -326,6 +326,28 @@ int rb_cmd_info(int argc, char **argv)
 
 /* ---- report ---------------------------------------------------------------------------- */
 
+/* report_check_ini: when the results file `in` stored its configuration (config_text),
+ * which the report wrote beside itself as OUT/study.ini for its Regenerate section,
+ * load that file as `run` would (its input file.path not read: it may be on another
+ * machine) and say in one line when it does not load: a file whose config_text was
+ * damaged afterwards gives a Regenerate section that cannot run as written. The report
+ * itself stands (exit 0), as with the damaged cases it lists. */
+static void report_check_ini(const char *in, const char *out)
+{
+    char *text = NULL, e[1024], ini[4200];
+    if (rb_results_peek_str(in, "config_text", &text, e, sizeof e) == 1 && text) {
+        rb_config c;
+        snprintf(ini, sizeof ini, "%s/study.ini", out);
+        if (rb_config_load_ex(&c, ini, NULL, 0, RB_CONFIG_SCHEDULE_ONLY, e, sizeof e) == RB_OK)
+            rb_config_free(&c);
+        else
+            fprintf(stderr, "ropebench: report: the configuration stored in %s does not load "
+                            "as a study (%s): the report's Regenerate section cannot run it as "
+                            "written\n", RB_ESC(in), e);
+    }
+    free(text);
+}
+
 int rb_cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {{"output", required_argument, 0, 'o'},
@@ -416,6 +438,7 @@ int rb_cmd_report(int argc, char **argv)
     }
     if (err[0])
         fprintf(stderr, "ropebench: %s\n", err);
+    report_check_ini(in, out);
     printf("%s/report.md\n%s/report.html\n", out, out);
     return 0;
 }

@@ -19,6 +19,7 @@ refused outputs the file's bytes unchanged):
   report into a directory where report.md is a directory   exit 2, no plots left behind
   report under a file-size limit (report.html too large)  exit 2, "File too large",
                                                      the earlier report.html unchanged
+  report a file whose config_text was damaged        exit 0, one line: study.ini does not load
   report an HDF5 file whose format is a UTF-8 variable-length string, as h5py writes it:
                                                      "not a ropebench results file (format is ...)"
   run on the `file` dataset with k all zero          exit 1, the message names the case and why
@@ -255,6 +256,24 @@ def main():
     tmp = [x for x in os.listdir(rep) if ".tmp-" in x]
     if tmp:
         failed.append(f"report under a file-size limit left {tmp}")
+
+    # a results file whose stored configuration was damaged afterwards: the report is
+    # written (exit 0) and one line says its study.ini does not load; the intact file's
+    # report says nothing
+    p = subprocess.run([exe, "report", small, "-o", os.path.join(work, "rep-ini-ok")],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0 or ours(p.stderr):
+        failed.append(f"report of an intact file: exit {p.returncode}, {p.stderr!r}")
+    damaged = os.path.join(work, "cfg-damaged.h5")
+    shutil.copyfile(small, damaged)
+    with h5py.File(damaged, "a") as f:
+        text = f.attrs["config_text"]
+        text = text.decode() if isinstance(text, bytes) else text
+        f.attrs["config_text"] = np.bytes_(text.replace("[model]", "[modXl]", 1))
+    expect("report of a file whose config_text was damaged",
+           [exe, "report", damaged, "-o", os.path.join(work, "rep-ini-bad")], 0,
+           r"configuration stored in .*cfg-damaged\.h5 does not load as a study "
+           r"\(.*study\.ini:\d+: unknown section \[modXl\]\)")
 
     kzero = os.path.join(work, "kzero.h5")
     rng = np.random.default_rng(3)
