@@ -162,9 +162,18 @@ void rb_cli_fsize_hook_env(const char *var)
 {
     const char *fl = getenv(var);
     if (fl) {
+        char *end;
+        errno = 0;
+        const unsigned long long v = strtoull(fl, &end, 10);
+        if (!isdigit((unsigned char)fl[0]) || *end || errno) {
+            /* a test hook: a typo must not become a limit of 0 bytes, silently */
+            fprintf(stderr, "ropebench: %s='%.40s': not a whole number of bytes; ignored\n",
+                    var, fl);
+            return;
+        }
         struct rlimit rl;
         getrlimit(RLIMIT_FSIZE, &rl);
-        rl.rlim_cur = (rlim_t)strtoull(fl, NULL, 10);
+        rl.rlim_cur = (rlim_t)v;
         setrlimit(RLIMIT_FSIZE, &rl);
     }
 }

@@ -323,7 +323,8 @@ void rb_cli_fsize_hook(void);
  * set, for this process from here on (rb_cli_fsize_hook takes
  * ROPEBENCH_TEST_FSIZE_LIMIT; bench -o also takes ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE
  * just before it writes, past its checks up front, so that the tests reach the room
- * check of the file's open at the end: exit 1 after measuring). */
+ * check of the file's open at the end: exit 1 after measuring). A value that is not a
+ * whole number is ignored, with one line on stderr. */
 void rb_cli_fsize_hook_env(const char *var);
 
 /* rb_cli_space_hint: after a write to the results file `out` failed, print on stderr one

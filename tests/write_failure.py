@@ -246,6 +246,17 @@ def main():
                           f"write: {e}")
         print(f"bench -o ({var}): exit {b.returncode}, {len(rows)} rows: "
               f"{blines[0][:100] if blines else ''}")
+    # a limit that is not a number is ignored with one line (it once became 0 bytes:
+    # every write failed and nothing said why)
+    junk_out = os.path.join(work, "write-junk.h5")
+    b = subprocess.run(bench[:-1] + [junk_out], env=dict(os.environ, ROPEBENCH_TEST_FSIZE_LIMIT="1k"),
+                       capture_output=True, text=True, timeout=240)
+    blines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
+    if b.returncode != 0 or len(blines) != 1 or \
+            "ROPEBENCH_TEST_FSIZE_LIMIT='1k': not a whole number of bytes; ignored" not in \
+            blines[0] or not os.path.isfile(junk_out):
+        failed.append(f"bench -o with ROPEBENCH_TEST_FSIZE_LIMIT=1k: exit {b.returncode}, "
+                      f"{b.stderr[-400:]!r}")
     return verdict(failed)
 
 
