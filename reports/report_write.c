@@ -334,8 +334,9 @@ int rp_finish(FILE *o, const char *path, char *err, size_t errlen)
     if (!bad)
         e = errno;
     unlink(tmp);
-    return rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s (an earlier one there is "
-                   "left as it was)", path, e ? strerror(e) : "write error");
+    return rb_errf(err, errlen, RB_EIO,
+                   "report: cannot write %s: %s (an earlier one there, if any, is left as it "
+                   "was)", path, e ? strerror(e) : "write error");
 }
 
 /* rp_open_out: see report_int.h. */

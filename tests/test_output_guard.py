@@ -246,7 +246,7 @@ def main():
                        preexec_fn=fsize_limit, timeout=120)
     lines = ours(p.stderr)
     if p.returncode != 2 or len(lines) != 1 or not re.search(
-            r"cannot write .*report\.html: File too large \(an earlier one there is left",
+            r"cannot write .*report\.html: File too large \(an earlier one there, if any, is left",
             lines[0]):
         failed.append(f"report under a file-size limit: exit {p.returncode}, {p.stderr!r}")
     elif digest(html) != before:
