@@ -677,6 +677,25 @@ cleanup:
     return rc;
 }
 
+/* Test hook: with ROPEBENCH_TEST_HOLD_IN_WRITE=PATH set, bench makes PATH.reached and
+ * waits (polling every 20 ms, at most 300 s) until PATH exists, inside the window in
+ * which a stop signal waits for -o's write (rb_cli_defer_begin), so that a test can
+ * send one there. */
+static void test_hold_in_write(void)
+{
+    const char *p = getenv("ROPEBENCH_TEST_HOLD_IN_WRITE");
+    if (!p || !*p)
+        return;
+    char reached[4200];
+    snprintf(reached, sizeof reached, "%s.reached", p);
+    FILE *f = fopen(reached, "w");
+    if (f)
+        fclose(f);
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < 300 * 50 && access(p, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
 /* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
  * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
  * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
@@ -1463,10 +1482,23 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_FAIL;
         goto cleanup;
     }
-    int abandoned = 0;
-    if (o.out)
+    int abandoned = 0, wrc = 0;
+    if (o.out) {
         rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE"); /* tests only */
-    if (o.out && write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned)) {
+        /* -o may be a results file with a study's cases: a stop signal waits until
+         * /bench is written and the file closed (rb_cli_defer_begin), then takes its
+         * default action */
+        rb_cli_defer_install();
+        rb_cli_defer_begin();
+        test_hold_in_write();
+        wrc = write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned);
+        const int held = rb_cli_defer_end();
+        if (held && wrc == 0) {
+            fprintf(stderr, "ropebench: bench: interrupted after writing %s\n", o.out);
+            rb_cli_defer_raise(held);
+        }
+    }
+    if (wrc) {
         fprintf(stderr, "ropebench: bench: %s\n", err);
         code = RB_EXIT_FAIL;
         if (abandoned) {

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <errno.h>
@@ -156,6 +157,73 @@ void rb_cli_fsize_hook(void)
     signal(SIGXFSZ, SIG_IGN);
     rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT");
 }
+
+static volatile sig_atomic_t defer_open, defer_sig;
+
+/* rb_cli_defer_begin: see rb_bench.h. */
+void rb_cli_defer_begin(void)
+{
+    defer_sig = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    defer_open = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* rb_cli_defer_hold: see rb_bench.h. */
+int rb_cli_defer_hold(int sig)
+{
+    if (!defer_open)
+        return 0;
+    if (!defer_sig)
+        defer_sig = sig;
+    return 1;
+}
+
+/* rb_cli_defer_end: see rb_bench.h. */
+int rb_cli_defer_end(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    defer_open = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    const int sig = defer_sig;
+    defer_sig = 0;
+    return sig;
+}
+
+/* rb_cli_defer_raise: see rb_bench.h. */
+void rb_cli_defer_raise(int sig)
+{
+    if (!sig)
+        return;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void defer_handler(int sig)
+{
+    if (!rb_cli_defer_hold(sig))
+        rb_cli_defer_raise(sig);
+}
+
+/* rb_cli_stop_install: see rb_bench.h. */
+void rb_cli_stop_install(void (*handler)(int))
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction was;
+        if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* rb_cli_defer_install: see rb_bench.h. */
+void rb_cli_defer_install(void) { rb_cli_stop_install(defer_handler); }
 
 /* rb_cli_fsize_hook_env: see rb_bench.h. */
 void rb_cli_fsize_hook_env(const char *var)

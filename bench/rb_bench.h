@@ -319,6 +319,33 @@ int rb_cli_fsize_floor(char *err, size_t errlen);
  * tests can make writes fail the way a full file system does. */
 void rb_cli_fsize_hook(void);
 
+/* Signals deferred while a results file is being changed. HDF5 keeps no journal: a
+ * process that dies while it writes a file's metadata (a case's groups and
+ * attributes, a flush, a removal) can leave the whole file unreadable, the cases
+ * finished before included. rb_cli_defer_begin: from now on a stop signal (SIGINT,
+ * SIGTERM, SIGHUP, SIGPIPE) whose handler asks rb_cli_defer_hold is held instead of
+ * acted on. rb_cli_defer_hold(sig): called first in such a handler (async-signal-safe);
+ * 1 if the signal was held (the handler returns at once), 0 otherwise. rb_cli_defer_end:
+ * the file is consistent again (flushed, on every rank); ends the window and returns
+ * the first held signal (0: none), which the caller then acts on. Only SIGKILL, a
+ * crash or a power cut inside a window can still damage the file. */
+void rb_cli_defer_begin(void);
+int rb_cli_defer_hold(int sig);
+int rb_cli_defer_end(void);
+
+/* rb_cli_defer_install: for a process without handlers of its own for the stop signals
+ * (bench, ranks other than a run's rank 0): a handler that holds a signal inside a
+ * window (rb_cli_defer_hold) and otherwise takes the default action, for each stop
+ * signal the process was not started ignoring. rb_cli_defer_raise(sig): the default
+ * action of a signal held (sig 0: nothing). */
+void rb_cli_defer_install(void);
+void rb_cli_defer_raise(int sig);
+
+/* rb_cli_stop_install: handler for each stop signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE)
+ * that the process was not started ignoring (nohup's SIGHUP stays ignored), with all
+ * four blocked while it runs. */
+void rb_cli_stop_install(void (*handler)(int));
+
 /* rb_cli_fsize_hook_env: the file-size limit of environment variable var (bytes), if
  * set, for this process from here on (rb_cli_fsize_hook takes
  * ROPEBENCH_TEST_FSIZE_LIMIT; bench -o also takes ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE

@@ -65,6 +65,26 @@ static void test_hold(int case_no)
         nanosleep(&tick, NULL);
 }
 
+/* Test hook: with ROPEBENCH_TEST_HOLD_IN_WRITE=PATH set, rank 0 makes PATH.reached and
+ * every rank waits as test_hold does, inside the first case's write (after its
+ * attributes, before its flush), so that a test can send a stop signal while the
+ * results file is being changed. */
+static void test_hold_in_write(int rank, int case_no)
+{
+    const char *p = getenv("ROPEBENCH_TEST_HOLD_IN_WRITE");
+    if (!p || !*p || case_no != 1)
+        return;
+    if (rank == 0) {
+        char reached[PATH_MAX + 16];
+        snprintf(reached, sizeof reached, "%s.reached", p);
+        const int fd = open(reached, O_WRONLY | O_CREAT, 0644);
+        if (fd >= 0) close(fd);
+    }
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
 /* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes SIGINT and SIGTERM on to
  * every rank as SIGTERM), and SIGPIPE: a write to a stderr whose reader has gone (mpirun
  * tearing the job down after another rank died first, which then never sends rank 0
@@ -96,6 +116,8 @@ static volatile sig_atomic_t stop_stage = RB_STOP_QUIET, stop_lock_live;
 
 static void stop_signal(int sig)
 {
+    if (rb_cli_defer_hold(sig))
+        return; /* the file is being changed: acted on at the window's end */
     const int st = stop_stage;
     const char *msg = stop_msg[st];
     if (msg[0] && write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to do */ }
@@ -112,6 +134,20 @@ static void stop_set(int st)
 {
     atomic_signal_fence(memory_order_seq_cst);
     if (stop_lock_live) stop_stage = st;
+}
+
+/* write_window_end: every rank has finished changing the results file and the caller
+ * flushed it (rc RB_OK): the window of held stop signals (rb_cli_defer_begin) ends,
+ * after a barrier so that no rank acts on a signal while another still writes, and a
+ * signal held inside it is acted on now (stop_signal: the stage's line, the default
+ * action). On an error (rc not RB_OK) the window just ends: the run is ending anyway. */
+static void write_window_end(MPI_Comm comm, int rc)
+{
+    if (rc == RB_OK)
+        MPI_Barrier(comm);
+    const int sig = rb_cli_defer_end();
+    if (sig && rc == RB_OK)
+        stop_signal(sig);
 }
 
 /* stop_cleanup_install (rank 0, holding the run's lock file `lock`): the lines for
@@ -134,18 +170,7 @@ static void stop_cleanup_install(const char *out, const char *lock)
     stop_msg[RB_STOP_QUIET][0] = '\0';
     stop_lock_live = 1;
     stop_set(RB_STOP_BEFORE);
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaddset(&sa.sa_mask, sigs[i]);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        struct sigaction was;
-        if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
+    rb_cli_stop_install(stop_signal);
 }
 
 /* stop_staged_set (rank 0): the replacement is being written under `staged` (the
@@ -652,8 +677,16 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             done[mi] = 1;
             n_done++;
             r->n_kept++;
-        } else if ((rc = rb_results_remove(r->res, g, e, el)) != RB_OK) {
-            goto cleanup;
+        } else {
+            /* removed and flushed at once, inside a window: the file stays readable
+             * whenever the run stops during the cases that follow */
+            rb_cli_defer_begin();
+            rc = rb_results_remove(r->res, g, e, el);
+            if (rc == RB_OK)
+                rc = rb_results_flush(r->res, e, el);
+            write_window_end(r->comm, rc);
+            if (rc != RB_OK)
+                goto cleanup;
         }
         rc = RB_OK;
     }
@@ -784,6 +817,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             }
         }
         double big_s = 0; /* the probe rows' largest |s| (rank 0), for the note below */
+        /* from the first write of the case to its flush (and the staged file's rename),
+         * a stop signal waits (rb_cli_defer_begin): dying inside HDF5's metadata writes
+         * could leave the file unreadable, the cases before it included */
+        rb_cli_defer_begin();
         if (cm) {
             double tm = MPI_Wtime();
             int64_t n_local = mode == RB_MODE_FULL ? nq : (r->rank == 0 ? nq : 0);
@@ -798,6 +835,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
         TRY(write_case_attrs(r, g, mi, L, mode, kind, &info, scale, n_rows,
                              case_flops(qpos, nq, mode, L, d, H)));
+        test_hold_in_write(r->rank, r->case_no);
         int64_t dims[1] = {np};
         snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
         TRY(rb_results_write_f64(r->res, path, 1, dims, inv_freq, 0, e, el));
@@ -884,6 +922,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             stop_set(RB_STOP_FILE);
             r->staged = 0;
         }
+        write_window_end(r->comm, RB_OK);
 
         if (!r->quiet) {
             /* the mean over every row and head of the case, as the file and the report
@@ -923,6 +962,7 @@ nomem:
     rc = rb_errf(e, el, RB_ENOMEM, "out of memory for a case of %lld tokens",
                  (long long)L);
 cleanup:
+    (void)rb_cli_defer_end(); /* a window an error left open (the run ends) */
     rb_dataset_close(src);
     if (qpos != pos) free(qpos);
     free(pos);
@@ -1014,6 +1054,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     /* the summary describes each rank's own host: record rank 0's everywhere */
     bcast_str(topo.summary, sizeof topo.summary, r->comm);
 
+    rb_cli_defer_begin(); /* to the flush below: write_window_end */
     TRY(rb_results_attr_str(r->res, "/", "format", "ropebench", e, el));
     TRY(rb_results_attr_i64(r->res, "/", "format_version", 1, e, el));
     TRY(rb_results_attr_str(r->res, "/", "ropebench_version", RB_VERSION, e, el));
@@ -1081,6 +1122,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     }
     TRY(rb_results_flush(r->res, e, el));
     r->n_flushed++;
+    write_window_end(r->comm, RB_OK);
     if (r->rank == 0 && !r->quiet) {
         fprintf(stderr, "ropebench %s: %d rank(s) on %d host(s); %s\n", RB_VERSION,
                 r->nranks, topo.nhosts, topo.summary);
@@ -1089,6 +1131,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
                     topo.rank_binding[i]);
     }
 cleanup:
+    (void)rb_cli_defer_end(); /* a window an error left open (the run ends) */
     if (have_topo) rb_topo_free(&topo);
     free(planned);
     return rc;
@@ -1579,6 +1622,8 @@ int rb_cmd_run(int argc, char **argv)
         }
         if (r.rank == 0 && lock_fd >= 0)
             stop_cleanup_install(out_path, lock_path);
+        else if (r.rank != 0)
+            rb_cli_defer_install(); /* the other ranks hold a stop inside a write too */
     }
     int reopened = 0;
     if (r.resume && access(out_path, F_OK) == 0) {

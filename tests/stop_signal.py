@@ -7,8 +7,11 @@ removed and FILE keeps every byte; stopped later (a new file before its first ca
 a replacement after its first), the lock file is removed, the file opens with the
 cases finished so far, and `run --resume` then completes it. A signal the run was started
 ignoring (nohup's SIGHUP) stays ignored. A run whose stderr reader goes away (SIGPIPE)
-removes its lock file as a killed one does. The runs wait before each case
-(ROPEBENCH_TEST_HOLD_UNTIL) so that the signal arrives at a known point.
+removes its lock file as a killed one does. A signal that comes while the results file
+is being changed waits until the case is flushed, then stops the run with that case
+readable. The runs wait before each case (ROPEBENCH_TEST_HOLD_UNTIL), or inside the
+first case's write (ROPEBENCH_TEST_HOLD_IN_WRITE), so that the signal arrives at a known
+point.
 
 usage: stop_signal.py WORKDIR ROPEBENCH CONFIG -- mpiexec-command-prefix...
 """
@@ -58,6 +61,35 @@ def stopped(cmd, err_path, ready, sig, env, ignored=None):
         rc = None
     with open(err_path) as f:
         return rc, f.read(), ok
+
+
+def n_complete(path):
+    """The cases of results file path marked complete (OSError if it does not open)."""
+    with h5py.File(path, "r") as f:
+        return len([c for c in f["cases"].values() if c.attrs.get("complete") == 1])
+
+
+def held_stop(cmd, hold, err_path):
+    """Start cmd with ROPEBENCH_TEST_HOLD_IN_WRITE=hold, wait until it holds inside its
+    write (hold.reached), send SIGTERM, and release it a second later; return (reached,
+    still running when released, exit code, stderr)."""
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err,
+                             start_new_session=True,
+                             env=dict(os.environ, ROPEBENCH_TEST_HOLD_IN_WRITE=hold))
+    reached = wait_for(lambda: os.path.exists(hold + ".reached"), p, secs=300)
+    if reached:
+        p.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+    waited = reached and p.poll() is None
+    open(hold, "w").close()
+    try:
+        rc = p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        rc = None
+    with open(err_path) as f:
+        return reached, waited, rc, f.read()
 
 
 def stop_failure(label, rc, err, ok, want, never):
@@ -179,6 +211,57 @@ def main():
         else:
             print(f"ok   {label}: stopped with {kept} case(s) kept, then --resume "
                   "completed it")
+    # stopped while the results file is being changed (inside the first case's write,
+    # ROPEBENCH_TEST_HOLD_IN_WRITE): the signal waits until the case is written and
+    # flushed (dying inside HDF5's metadata writes could leave the file unreadable), then
+    # ends the run as before, with that case readable. Without mpirun, which follows its
+    # SIGTERM with SIGKILL ~2 s later (the hold here is longer).
+    path = os.path.join(work, "inwrite.h5")
+    err_txt = os.path.join(work, "err-inwrite.txt")
+    reached, waited, rc, err = held_stop([exe, "run"] + tiny + ["-o", path],
+                                         os.path.join(work, "holdw"), err_txt)
+    want = (f"ropebench: interrupted; the cases finished so far stay readable in {path} "
+            "(run again with --resume to do the rest)")
+    if not waited or rc != -signal.SIGTERM or want not in err.splitlines():
+        failed.append(f"stopped inside a write: reached {reached}, still running 1 s after "
+                      f"the signal {waited}, exit {rc}: {err[-600:]!r}")
+    elif mine():
+        failed.append(f"stopped inside a write: left behind {mine()}")
+    else:
+        try:
+            n = n_complete(path)
+            if n != 1:
+                failed.append(f"stopped inside a write: {n} complete cases, want 1")
+            else:
+                print("ok   stopped inside a write: the signal waited for the flush, "
+                      "1 case readable")
+        except OSError as e:
+            failed.append(f"stopped inside a write: {path} does not open: {e}")
+
+    # the same for bench -o into that results file: the signal waits until /bench is
+    # written and the file closed; the case stays complete beside the new /bench
+    if os.path.exists(path):
+        reached, waited, rc, err = held_stop(
+            [exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "--threads", "1",
+             "-o", path], os.path.join(work, "holdb"), err_txt)
+        if not waited or rc != -signal.SIGTERM or \
+                f"ropebench: bench: interrupted after writing {path}" not in err.splitlines():
+            failed.append(f"bench -o stopped inside its write: reached {reached}, still "
+                          f"running 1 s after the signal {waited}, exit {rc}: {err[-600:]!r}")
+        else:
+            try:
+                with h5py.File(path, "r") as f:
+                    n = len([c for c in f["cases"].values() if c.attrs.get("complete") == 1])
+                    rows = len(f["bench/median_s"]) if "bench" in f else 0
+                if n != 1 or rows < 1:
+                    failed.append(f"bench -o stopped inside its write: {n} complete cases, "
+                                  f"{rows} bench rows")
+                else:
+                    print("ok   bench -o stopped inside its write: the signal waited, the "
+                          f"case and {rows} bench rows readable")
+            except OSError as e:
+                failed.append(f"bench -o stopped inside its write: {path} does not open: {e}")
+
     # a stderr whose reader has gone (SIGPIPE on rank 0's next write: mpirun tearing the
     # job down after another rank died first, or `2>&1 | head`): the lock file is
     # removed as for a kill, the finished case stays readable
@@ -208,8 +291,7 @@ def main():
         failed.append(f"stderr closed: left behind {mine()}")
     else:
         try:
-            with h5py.File(path, "r") as f:
-                n = len([c for c in f["cases"].values() if c.attrs.get("complete") == 1])
+            n = n_complete(path)
             if n < 1:
                 failed.append(f"stderr closed: {n} complete cases in {path}, want >= 1")
             else:
