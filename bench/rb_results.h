@@ -50,6 +50,14 @@ int rb_results_attr_get_i64(rb_results *r, const char *obj, const char *name,
 int rb_results_attr_get_str(rb_results *r, const char *obj, const char *name, char **v,
                             char *err, size_t errlen);
 
+/* rb_results_peek_whole: whether every object of the file at path and every
+ * attribute of each can be read (read-only, not collective, as rb_results_peek_str):
+ * RB_OK, or RB_EFORMAT with err naming the first object that cannot, and the library's
+ * message (a file whose writer died inside a metadata write: a damaged object header,
+ * a link with an empty name). For checks before a file is resumed: HDF5 would fail on
+ * such an object only when it reaches it, after the run began. */
+int rb_results_peek_whole(const char *path, char *err, size_t errlen);
+
 /* rb_results_peek_i64: an integer attribute of the root group of the file at path, as
  * rb_results_attr_get_i64 returns it, read-only and not collective (as
  * rb_results_peek_str). */

@@ -734,6 +734,74 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
     return rc;
 }
 
+/* peek_attr_cb: an attribute of an object being walked, read whole (its value, into a
+ * buffer of its storage size, as its own type), so that a damaged one is found. */
+static herr_t peek_attr_cb(hid_t obj, const char *name, const H5A_info_t *ainfo, void *data)
+{
+    (void)ainfo;
+    (void)data;
+    herr_t ok = -1;
+    const hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    const hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+    const hsize_t n = a >= 0 ? H5Aget_storage_size(a) : 0;
+    char *buf = t >= 0 ? malloc(n > 0 ? (size_t)n : 1) : NULL;
+    if (buf && (n == 0 || H5Tis_variable_str(t) > 0 || H5Aread(a, t, buf) >= 0))
+        ok = 0; /* (variable-length strings: opening and typing them reads the header) */
+    free(buf);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return ok;
+}
+
+typedef struct {
+    char at[256]; /* the object being read */
+    int bad_name;
+} peek_walk;
+
+/* peek_obj_cb: one object of the walk: a name with an empty component is damage (a
+ * link half written), else every attribute of the object is read. */
+static herr_t peek_obj_cb(hid_t root, const char *name, const H5O_info_t *info, void *data)
+{
+    (void)info;
+    peek_walk *w = data;
+    snprintf(w->at, sizeof w->at, "/%s", strcmp(name, ".") ? name : "");
+    const size_t n = strlen(name);
+    if (n == 0 || name[n - 1] == '/' || strstr(name, "//") || name[0] == '/') {
+        w->bad_name = 1;
+        return -1;
+    }
+    const hid_t o = H5Oopen(root, name, H5P_DEFAULT);
+    if (o < 0)
+        return -1;
+    hsize_t idx = 0;
+    const herr_t r = H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, peek_attr_cb, NULL);
+    H5Oclose(o);
+    return r < 0 ? -1 : 0;
+}
+
+/* rb_results_peek_whole: see rb_results.h. */
+int rb_results_peek_whole(const char *path, char *err, size_t errlen)
+{
+    rb_results tmp;
+    int rc = peek_open(path, &tmp, err, errlen);
+    if (rc != RB_OK)
+        return rc;
+    peek_walk w = {"/", 0};
+    if (H5Ovisit(tmp.file, H5_INDEX_NAME, H5_ITER_NATIVE, peek_obj_cb, &w) < 0) {
+        if (w.bad_name)
+            rc = rb_errf(err, errlen, RB_EFORMAT, "%s: damaged: a link under %s has an empty "
+                         "name", path, w.at);
+        else {
+            char m[512];
+            h5_fail(m, sizeof m, RB_EFORMAT, __FILE__, __LINE__, path, "reading every object");
+            rc = rb_errf(err, errlen, RB_EFORMAT, "%s (at %s)", m, w.at);
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    H5Fclose(tmp.file);
+    return rc;
+}
+
 /* rb_results_peek_i64: see rb_results.h. */
 int rb_results_peek_i64(const char *path, const char *name, int64_t *v, char *err,
                         size_t errlen)

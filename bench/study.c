@@ -1158,6 +1158,17 @@ static int resume_check(rb_run *r, const char *path)
                                                                    : "");
         goto cleanup;
     }
+    /* every object readable: a writer that died inside a metadata write (SIGKILL, a
+     * crash) can leave a file whose damage HDF5 meets only when the run reaches it */
+    {
+        char why[1024];
+        if (rb_results_peek_whole(path, why, sizeof why) != RB_OK) {
+            rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT, "%s: --resume: the file is "
+                         "damaged, not resumed (ropebench report shows what it still "
+                         "reads; write the study to another -o): %s", path, why);
+            goto cleanup;
+        }
+    }
     rc = rb_results_peek_str(path, "config_text", &text, r->err, sizeof r->err);
     if (rc < 0) goto cleanup;
     if (rc == 0) {
