@@ -158,36 +158,28 @@ void rb_cli_fsize_hook(void)
     rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT");
 }
 
-static volatile sig_atomic_t defer_open, defer_sig;
+/* 0: no window; -1: a window, nothing held; > 0: a window holding that signal. One
+ * lock-free atomic, so that a handler running on another thread (an OpenMP or MPI
+ * thread) and the window's end cannot both miss a signal. */
+static _Atomic int defer_state;
 
 /* rb_cli_defer_begin: see rb_bench.h. */
-void rb_cli_defer_begin(void)
-{
-    defer_sig = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    defer_open = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-}
+void rb_cli_defer_begin(void) { atomic_store(&defer_state, -1); }
 
-/* rb_cli_defer_hold: see rb_bench.h. */
+/* rb_cli_defer_hold: see rb_bench.h. A second signal inside the window is not held:
+ * a user's second Ctrl-C, or a rank whose peer died inside a collective, still ends
+ * the process. */
 int rb_cli_defer_hold(int sig)
 {
-    if (!defer_open)
-        return 0;
-    if (!defer_sig)
-        defer_sig = sig;
-    return 1;
+    int open = -1;
+    return atomic_compare_exchange_strong(&defer_state, &open, sig);
 }
 
 /* rb_cli_defer_end: see rb_bench.h. */
 int rb_cli_defer_end(void)
 {
-    atomic_signal_fence(memory_order_seq_cst);
-    defer_open = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    const int sig = defer_sig;
-    defer_sig = 0;
-    return sig;
+    const int was = atomic_exchange(&defer_state, 0);
+    return was > 0 ? was : 0;
 }
 
 /* rb_cli_defer_raise: see rb_bench.h. */

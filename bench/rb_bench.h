@@ -325,7 +325,8 @@ void rb_cli_fsize_hook(void);
  * finished before included. rb_cli_defer_begin: from now on a stop signal (SIGINT,
  * SIGTERM, SIGHUP, SIGPIPE) whose handler asks rb_cli_defer_hold is held instead of
  * acted on. rb_cli_defer_hold(sig): called first in such a handler (async-signal-safe);
- * 1 if the signal was held (the handler returns at once), 0 otherwise. rb_cli_defer_end:
+ * 1 if the signal was held (the handler returns at once), 0 otherwise (no window, or a
+ * second signal inside one: acted on at once). rb_cli_defer_end:
  * the file is consistent again (flushed, on every rank); ends the window and returns
  * the first held signal (0: none), which the caller then acts on. Only SIGKILL, a
  * crash or a power cut inside a window can still damage the file. */

@@ -734,20 +734,29 @@ int rb_results_peek_str(const char *path, const char *name, char **v, char *err,
     return rc;
 }
 
-/* peek_attr_cb: an attribute of an object being walked, read whole (its value, into a
- * buffer of its storage size, as its own type), so that a damaged one is found. */
+/* peek_attr_cb: an attribute of an object being walked, read whole (its value, as its
+ * own type, into a buffer of its points times the type's size; variable-length data
+ * reclaimed), so that a damaged one is found. */
 static herr_t peek_attr_cb(hid_t obj, const char *name, const H5A_info_t *ainfo, void *data)
 {
     (void)ainfo;
-    (void)data;
+    int *oom = data;
     herr_t ok = -1;
     const hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     const hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-    const hsize_t n = a >= 0 ? H5Aget_storage_size(a) : 0;
-    char *buf = t >= 0 ? malloc(n > 0 ? (size_t)n : 1) : NULL;
-    if (buf && (n == 0 || H5Tis_variable_str(t) > 0 || H5Aread(a, t, buf) >= 0))
-        ok = 0; /* (variable-length strings: opening and typing them reads the header) */
+    const hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
+    const hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    const size_t ts = t >= 0 ? H5Tget_size(t) : 0;
+    char *buf = np >= 0 && ts > 0 ? calloc((size_t)np + 1, ts) : NULL;
+    if (np >= 0 && ts > 0 && !buf)
+        *oom = 1;
+    else if (buf && H5Aread(a, t, buf) >= 0) {
+        ok = 0;
+        if (H5Tdetect_class(t, H5T_VLEN) > 0 || H5Tis_variable_str(t) > 0)
+            H5Dvlen_reclaim(t, sp, H5P_DEFAULT, buf);
+    }
     free(buf);
+    if (sp >= 0) H5Sclose(sp);
     if (t >= 0) H5Tclose(t);
     if (a >= 0) H5Aclose(a);
     return ok;
@@ -755,28 +764,39 @@ static herr_t peek_attr_cb(hid_t obj, const char *name, const H5A_info_t *ainfo,
 
 typedef struct {
     char at[256]; /* the object being read */
-    int bad_name;
+    int bad_name, oom;
 } peek_walk;
 
-/* peek_obj_cb: one object of the walk: a name with an empty component is damage (a
- * link half written), else every attribute of the object is read. */
-static herr_t peek_obj_cb(hid_t root, const char *name, const H5O_info_t *info, void *data)
+/* peek_obj: the object at name (relative to loc) opened (its header read) and every
+ * attribute of it read; -1 if any of that fails. */
+static herr_t peek_obj(hid_t loc, const char *name, peek_walk *w)
 {
-    (void)info;
+    const hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
+    if (o < 0)
+        return -1;
+    hsize_t idx = 0;
+    const herr_t r = H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, peek_attr_cb,
+                                 &w->oom);
+    H5Oclose(o);
+    return r < 0 ? -1 : 0;
+}
+
+/* peek_link_cb: one link of the walk (H5Lvisit, so that the object named is the one
+ * read next and a failure is reported at it): a name with an empty component is damage
+ * (a link half written); links to other files are not followed; else the object and
+ * its attributes are read. */
+static herr_t peek_link_cb(hid_t root, const char *name, const H5L_info_t *info, void *data)
+{
     peek_walk *w = data;
-    snprintf(w->at, sizeof w->at, "/%s", strcmp(name, ".") ? name : "");
+    snprintf(w->at, sizeof w->at, "/%s", name);
     const size_t n = strlen(name);
     if (n == 0 || name[n - 1] == '/' || strstr(name, "//") || name[0] == '/') {
         w->bad_name = 1;
         return -1;
     }
-    const hid_t o = H5Oopen(root, name, H5P_DEFAULT);
-    if (o < 0)
-        return -1;
-    hsize_t idx = 0;
-    const herr_t r = H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, peek_attr_cb, NULL);
-    H5Oclose(o);
-    return r < 0 ? -1 : 0;
+    if (info->type != H5L_TYPE_HARD)
+        return 0;
+    return peek_obj(root, name, w);
 }
 
 /* rb_results_peek_whole: see rb_results.h. */
@@ -786,9 +806,12 @@ int rb_results_peek_whole(const char *path, char *err, size_t errlen)
     int rc = peek_open(path, &tmp, err, errlen);
     if (rc != RB_OK)
         return rc;
-    peek_walk w = {"/", 0};
-    if (H5Ovisit(tmp.file, H5_INDEX_NAME, H5_ITER_NATIVE, peek_obj_cb, &w) < 0) {
-        if (w.bad_name)
+    peek_walk w = {"/", 0, 0};
+    if (peek_obj(tmp.file, ".", &w) < 0 ||
+        H5Lvisit(tmp.file, H5_INDEX_NAME, H5_ITER_NATIVE, peek_link_cb, &w) < 0) {
+        if (w.oom)
+            rc = rb_errf(err, errlen, RB_ENOMEM, "%s: out of memory reading %s", path, w.at);
+        else if (w.bad_name)
             rc = rb_errf(err, errlen, RB_EFORMAT, "%s: damaged: a link under %s has an empty "
                          "name", path, w.at);
         else {

@@ -139,15 +139,15 @@ static void stop_set(int st)
 /* write_window_end: every rank has finished changing the results file and the caller
  * flushed it (rc RB_OK): the window of held stop signals (rb_cli_defer_begin) ends,
  * after a barrier so that no rank acts on a signal while another still writes, and a
- * signal held inside it is acted on now (stop_signal: the stage's line, the default
- * action). On an error (rc not RB_OK) the window just ends: the run is ending anyway. */
+ * signal held inside it is acted on now (raised again: stop_signal, the stage's line,
+ * the default action). On an error (rc not RB_OK) the window just ends: the run is ending anyway. */
 static void write_window_end(MPI_Comm comm, int rc)
 {
     if (rc == RB_OK)
         MPI_Barrier(comm);
     const int sig = rb_cli_defer_end();
     if (sig && rc == RB_OK)
-        stop_signal(sig);
+        raise(sig); /* through the handler, with the stop signals blocked while it runs */
 }
 
 /* stop_cleanup_install (rank 0, holding the run's lock file `lock`): the lines for
@@ -677,7 +677,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             done[mi] = 1;
             n_done++;
             r->n_kept++;
-        } else {
+        } else if (rb_results_exists(r->res, g) == 1) {
             /* removed and flushed at once, inside a window: the file stays readable
              * whenever the run stops during the cases that follow */
             rb_cli_defer_begin();
@@ -1160,7 +1160,7 @@ static int resume_check(rb_run *r, const char *path)
     }
     /* every object readable: a writer that died inside a metadata write (SIGKILL, a
      * crash) can leave a file whose damage HDF5 meets only when the run reaches it */
-    {
+    if (r->rank == 0) { /* (open_for_resume passes a refusal on to every rank) */
         char why[1024];
         if (rb_results_peek_whole(path, why, sizeof why) != RB_OK) {
             rc = rb_errf(r->err, sizeof r->err, RB_EFORMAT, "%s: --resume: the file is "
@@ -1303,6 +1303,8 @@ static int measure_peaks(rb_run *r, int store)
     }
     MPI_Bcast(r->peak_sum, 2, MPI_DOUBLE, 0, r->comm);
     static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
+    if (store) /* ended by the caller, after its flush */
+        rb_cli_defer_begin();
     for (int k = 0; k < 2 && store; k++) {
         int64_t dims[1] = {r->nranks};
         for (int i = 0; r->rank == 0 && i < r->nranks; i++)
@@ -1700,16 +1702,30 @@ int rb_cmd_run(int argc, char **argv)
      * its first flush (staged: still RB_STOP_STAGED) */
     if (reopened || !r.staged)
         stop_set(reopened ? RB_STOP_FILE : RB_STOP_NEW);
-    rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
+    if (reopened) { /* its notes written and flushed inside a window (write_window_end) */
+        rb_cli_defer_begin();
+        rc = note_resume(&r, argc, argv);
+        if (rc == RB_OK)
+            rc = rb_results_flush(r.res, r.err, sizeof r.err);
+        write_window_end(r.comm, rc);
+    } else
+        rc = write_provenance(&r, argc, argv);
     if (rc == RB_OK && !reopened) /* flushed with its provenance */
         stop_set(r.staged ? RB_STOP_STAGED : RB_STOP_FILE);
     /* every run measures its peaks (its cases record them); /provenance keeps the
      * first run's, unless that run stopped before measuring them (or the file lost
-     * them): then this run's go there */
-    if (rc == RB_OK)
-        rc = measure_peaks(&r, !reopened ||
-                                   rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
-                                   rb_results_exists(r.res, "/provenance/triad_gbps") != 1);
+     * them): then this run's go there, written and flushed inside a window */
+    if (rc == RB_OK) {
+        const int store = !reopened ||
+                          rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
+                          rb_results_exists(r.res, "/provenance/triad_gbps") != 1;
+        rc = measure_peaks(&r, store);
+        if (rc == RB_OK && store) {
+            rc = rb_results_flush(r.res, r.err, sizeof r.err);
+            write_window_end(r.comm, rc);
+        } else if (store)
+            (void)rb_cli_defer_end();
+    }
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;
@@ -1752,9 +1768,13 @@ int rb_cmd_run(int argc, char **argv)
     }
     {
         char cerr[512];
+        rb_cli_defer_begin(); /* the close writes what is left: a stop waits for it */
         int crc = rb_results_close(r.res, cerr, sizeof cerr);
+        const int held = rb_cli_defer_end();
         r.res = NULL;
         stop_set(RB_STOP_QUIET); /* closed, or what is left is said below */
+        if (held && crc == RB_OK)
+            raise(held); /* the study is complete and closed: stopped as asked, silently */
         if (crc != RB_OK) { /* the file may be left open: no MPI_Finalize (fail_exit) */
             if (r.rank == 0) {
                 fprintf(stderr, "ropebench: %s\n", cerr);

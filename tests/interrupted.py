@@ -101,6 +101,7 @@ def main():
     lines = [x for x in b.stderr.splitlines() if x.startswith("ropebench:")]
     if b.returncode != 2 or len(lines) != 1 or "the file is damaged, not resumed" not in \
             lines[0] or "bad object header version number" not in lines[0] or \
+            f"(at /{victim})" not in lines[0] or \
             hashlib.sha256(open(bad, "rb").read()).hexdigest() != before:
         failed.append(f"--resume of a damaged file: exit {b.returncode}, {b.stderr[-800:]!r}")
 
