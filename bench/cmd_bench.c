@@ -677,25 +677,6 @@ cleanup:
     return rc;
 }
 
-/* Test hook: with ROPEBENCH_TEST_HOLD_IN_WRITE=PATH set, bench makes PATH.reached and
- * waits (polling every 20 ms, at most 300 s) until PATH exists, inside the window in
- * which a stop signal waits for -o's write (rb_cli_defer_begin), so that a test can
- * send one there. */
-static void test_hold_in_write(void)
-{
-    const char *p = getenv("ROPEBENCH_TEST_HOLD_IN_WRITE");
-    if (!p || !*p)
-        return;
-    char reached[4200];
-    snprintf(reached, sizeof reached, "%s.reached", p);
-    FILE *f = fopen(reached, "w");
-    if (f)
-        fclose(f);
-    const struct timespec tick = {0, 20 * 1000 * 1000};
-    for (int i = 0; i < 300 * 50 && access(p, F_OK) != 0; i++)
-        nanosleep(&tick, NULL);
-}
-
 /* The /bench group: one 1-D dataset per column, peaks as attributes. Collective over
  * MPI_COMM_WORLD (this command runs on one rank). When a write fails once the file is
  * open, the file is not closed (*abandoned = 1): closing after a failed write rewrites
@@ -1490,7 +1471,7 @@ int rb_cmd_bench(int argc, char **argv)
          * default action */
         rb_cli_defer_install();
         rb_cli_defer_begin();
-        test_hold_in_write();
+        rb_cli_test_hold_in_write(1);
         wrc = write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned);
         const int held = rb_cli_defer_end();
         if (held && wrc == 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rb_bench.h"
@@ -216,6 +217,30 @@ void rb_cli_stop_install(void (*handler)(int))
 
 /* rb_cli_defer_install: see rb_bench.h. */
 void rb_cli_defer_install(void) { rb_cli_stop_install(defer_handler); }
+
+/* rb_cli_test_wait: see rb_bench.h. */
+void rb_cli_test_wait(const char *path)
+{
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (int i = 0; i < RB_CLI_TEST_WAIT_MAX_S * 50 && access(path, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
+/* rb_cli_test_hold_in_write: see rb_bench.h. */
+void rb_cli_test_hold_in_write(int mark)
+{
+    const char *p = getenv("ROPEBENCH_TEST_HOLD_IN_WRITE");
+    if (!p || !*p)
+        return;
+    if (mark) {
+        char reached[PATH_MAX + 16];
+        snprintf(reached, sizeof reached, "%s.reached", p);
+        FILE *f = fopen(reached, "w");
+        if (f)
+            fclose(f);
+    }
+    rb_cli_test_wait(p);
+}
 
 /* rb_cli_fsize_hook_env: see rb_bench.h. */
 void rb_cli_fsize_hook_env(const char *var)

@@ -347,6 +347,16 @@ void rb_cli_defer_raise(int sig);
  * four blocked while it runs. */
 void rb_cli_stop_install(void (*handler)(int));
 
+/* Test hooks. rb_cli_test_wait: wait until path exists (polling every 20 ms, at most
+ * RB_CLI_TEST_WAIT_MAX_S seconds, then go on), so that a test can act at a known point
+ * however fast or slow the build is. rb_cli_test_hold_in_write: with
+ * ROPEBENCH_TEST_HOLD_IN_WRITE=PATH set, make PATH.reached (when mark) and wait for
+ * PATH; called inside a window of held stop signals (rb_cli_defer_begin), so that a
+ * test can send one there. */
+#define RB_CLI_TEST_WAIT_MAX_S 300
+void rb_cli_test_wait(const char *path);
+void rb_cli_test_hold_in_write(int mark);
+
 /* rb_cli_fsize_hook_env: the file-size limit of environment variable var (bytes), if
  * set, for this process from here on (rb_cli_fsize_hook takes
  * ROPEBENCH_TEST_FSIZE_LIMIT; bench -o also takes ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE

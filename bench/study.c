@@ -49,40 +49,14 @@ typedef struct {
 
 /* Test hook: with ROPEBENCH_TEST_HOLD_UNTIL=PATH set, every rank waits before each
  * case it computes (once its progress line has begun; with ROPEBENCH_TEST_HOLD_FROM=N,
- * only from the study's N-th case on) until PATH exists (polling every 20 ms, at most
- * RB_TEST_HOLD_MAX_S seconds, then it goes on), so that a test can act while a run
- * holds its results file open, or its replacement staged, however fast or slow the
- * build is. */
-#define RB_TEST_HOLD_MAX_S 300
+ * only from the study's N-th case on) until PATH exists (rb_cli_test_wait), so that a
+ * test can act while a run holds its results file open, or its replacement staged. */
 static void test_hold(int case_no)
 {
     const char *p = getenv("ROPEBENCH_TEST_HOLD_UNTIL");
     const char *from = getenv("ROPEBENCH_TEST_HOLD_FROM");
-    if (!p || !*p || (from && case_no < atoi(from)))
-        return;
-    const struct timespec tick = {0, 20 * 1000 * 1000};
-    for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
-        nanosleep(&tick, NULL);
-}
-
-/* Test hook: with ROPEBENCH_TEST_HOLD_IN_WRITE=PATH set, rank 0 makes PATH.reached and
- * every rank waits as test_hold does, inside the first case's write (after its
- * attributes, before its flush), so that a test can send a stop signal while the
- * results file is being changed. */
-static void test_hold_in_write(int rank, int case_no)
-{
-    const char *p = getenv("ROPEBENCH_TEST_HOLD_IN_WRITE");
-    if (!p || !*p || case_no != 1)
-        return;
-    if (rank == 0) {
-        char reached[PATH_MAX + 16];
-        snprintf(reached, sizeof reached, "%s.reached", p);
-        const int fd = open(reached, O_WRONLY | O_CREAT, 0644);
-        if (fd >= 0) close(fd);
-    }
-    const struct timespec tick = {0, 20 * 1000 * 1000};
-    for (int i = 0; i < RB_TEST_HOLD_MAX_S * 50 && access(p, F_OK) != 0; i++)
-        nanosleep(&tick, NULL);
+    if (p && *p && !(from && case_no < atoi(from)))
+        rb_cli_test_wait(p);
 }
 
 /* Ctrl-C and kill (SIGINT, SIGTERM, SIGHUP; mpirun passes SIGINT and SIGTERM on to
@@ -835,7 +809,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         int64_t n_rows = mode == RB_MODE_FULL ? L : nq;
         TRY(write_case_attrs(r, g, mi, L, mode, kind, &info, scale, n_rows,
                              case_flops(qpos, nq, mode, L, d, H)));
-        test_hold_in_write(r->rank, r->case_no);
+        if (r->case_no == 1) /* rank 0 says it is there (rb_cli_test_hold_in_write) */
+            rb_cli_test_hold_in_write(r->rank == 0);
         int64_t dims[1] = {np};
         snprintf(path, sizeof path, "%s/freqs/inv_freq", g);
         TRY(rb_results_write_f64(r->res, path, 1, dims, inv_freq, 0, e, el));
@@ -1243,7 +1218,7 @@ static int open_for_resume(rb_run *r, const char *path)
     return rb_results_open(&r->res, path, r->comm, r->err, sizeof r->err);
 }
 
-/* --resume: record when and how the file was resumed (root attributes). */
+/* --resume: record when and how the file was resumed (root attributes), flushed. */
 static int note_resume(rb_run *r, int argc, char **argv)
 {
     char cmd[4096] = "", when[64] = "";
@@ -1256,6 +1231,7 @@ static int note_resume(rb_run *r, int argc, char **argv)
     bcast_str(cmd, sizeof cmd, r->comm);
     bcast_str(when, sizeof when, r->comm);
     bcast_str(env, sizeof env, r->comm);
+    rb_cli_defer_begin(); /* written and flushed inside a window (write_window_end) */
     int rc = rb_results_attr_str(r->res, "/", "resumed_utc", when, r->err, sizeof r->err);
     if (rc == RB_OK)
         rc = rb_results_attr_str(r->res, "/", "resume_command_line", cmd, r->err,
@@ -1263,6 +1239,9 @@ static int note_resume(rb_run *r, int argc, char **argv)
     if (rc == RB_OK)
         rc = rb_results_attr_str(r->res, "/", "resume_environment", env, r->err,
                                  sizeof r->err);
+    if (rc == RB_OK)
+        rc = rb_results_flush(r->res, r->err, sizeof r->err);
+    write_window_end(r->comm, rc);
     if (rc == RB_OK && r->rank == 0 && !r->quiet)
         fprintf(stderr, "ropebench: resuming a study of %d cases in an existing file\n",
                 r->n_cases);
@@ -1272,7 +1251,8 @@ static int note_resume(rb_run *r, int argc, char **argv)
 /* Peaks of this machine, measured by every rank at the same time (so each rank's
  * figure is its share while all run, as during the cases): FMA throughput of the
  * rank's threads and STREAM triad bandwidth; their sums over ranks into r->peak_sum on
- * every rank (each case records them), and with store, per rank under /provenance. */
+ * every rank (each case records them), and with store, per rank under /provenance
+ * (flushed). */
 static int measure_peaks(rb_run *r, int store)
 {
     double mine[2], *all = NULL, *col = NULL;
@@ -1303,14 +1283,17 @@ static int measure_peaks(rb_run *r, int store)
     }
     MPI_Bcast(r->peak_sum, 2, MPI_DOUBLE, 0, r->comm);
     static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
-    if (store) /* ended by the caller, after its flush */
+    if (store) { /* written and flushed inside a window (write_window_end) */
         rb_cli_defer_begin();
-    for (int k = 0; k < 2 && store; k++) {
-        int64_t dims[1] = {r->nranks};
-        for (int i = 0; r->rank == 0 && i < r->nranks; i++)
-            col[i] = all[i * 2 + k];
-        TRY(rb_results_write_f64(r->res, names[k], 1, dims, col, 0, r->err,
-                                 sizeof r->err));
+        for (int k = 0; k < 2; k++) {
+            int64_t dims[1] = {r->nranks};
+            for (int i = 0; r->rank == 0 && i < r->nranks; i++)
+                col[i] = all[i * 2 + k];
+            TRY(rb_results_write_f64(r->res, names[k], 1, dims, col, 0, r->err,
+                                     sizeof r->err));
+        }
+        TRY(rb_results_flush(r->res, r->err, sizeof r->err));
+        write_window_end(r->comm, RB_OK);
     }
     if (r->rank == 0 && !r->quiet)
         fprintf(stderr, "ropebench: measured peaks: FMA %.1f GFLOP/s, triad %.1f GB/s "
@@ -1318,6 +1301,7 @@ static int measure_peaks(rb_run *r, int store)
                 r->peak_sum[0], r->peak_sum[1]);
 
 cleanup:
+    (void)rb_cli_defer_end(); /* a window an error left open (the run ends) */
     free(all);
     free(col);
     return rc;
@@ -1702,30 +1686,16 @@ int rb_cmd_run(int argc, char **argv)
      * its first flush (staged: still RB_STOP_STAGED) */
     if (reopened || !r.staged)
         stop_set(reopened ? RB_STOP_FILE : RB_STOP_NEW);
-    if (reopened) { /* its notes written and flushed inside a window (write_window_end) */
-        rb_cli_defer_begin();
-        rc = note_resume(&r, argc, argv);
-        if (rc == RB_OK)
-            rc = rb_results_flush(r.res, r.err, sizeof r.err);
-        write_window_end(r.comm, rc);
-    } else
-        rc = write_provenance(&r, argc, argv);
+    rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
     if (rc == RB_OK && !reopened) /* flushed with its provenance */
         stop_set(r.staged ? RB_STOP_STAGED : RB_STOP_FILE);
     /* every run measures its peaks (its cases record them); /provenance keeps the
      * first run's, unless that run stopped before measuring them (or the file lost
-     * them): then this run's go there, written and flushed inside a window */
-    if (rc == RB_OK) {
-        const int store = !reopened ||
-                          rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
-                          rb_results_exists(r.res, "/provenance/triad_gbps") != 1;
-        rc = measure_peaks(&r, store);
-        if (rc == RB_OK && store) {
-            rc = rb_results_flush(r.res, r.err, sizeof r.err);
-            write_window_end(r.comm, rc);
-        } else if (store)
-            (void)rb_cli_defer_end();
-    }
+     * them): then this run's go there */
+    if (rc == RB_OK)
+        rc = measure_peaks(&r, !reopened ||
+                                   rb_results_exists(r.res, "/provenance/peak_fma_gflops") != 1 ||
+                                   rb_results_exists(r.res, "/provenance/triad_gbps") != 1);
     for (int mode = 0; mode < 2 && rc == RB_OK; mode++) {
         if (!cfg.modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? cfg.n_full_lens : cfg.n_probe_lens;

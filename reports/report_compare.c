@@ -485,14 +485,15 @@ static void bench_indexes_free(bench_index *ix, size_t n)
     }
 }
 
-/* bench_indexes: ix[i] (out) the rows of file i's /bench by key, for the n files, so
- * that each lookup is a binary search (a damaged file with many rows stays linear-
- * logarithmic); 0, or -1 out of memory (ix freed). */
+/* bench_indexes: ix[i] (out) the rows of file i's /bench by key, for files 1 to n - 1
+ * (A's rows are walked in order, never looked up: ix[0] stays empty), so that each
+ * lookup is a binary search (a damaged file with many rows stays linear-logarithmic);
+ * 0, or -1 out of memory (ix freed). */
 static int bench_indexes(const rp_file *fs, size_t n, bench_index *ix)
 {
     for (size_t i = 0; i < n; i++)
         ix[i] = (bench_index){NULL, 0};
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 1; i < n; i++) {
         const rp_bench *bn = &fs[i].bench;
         if (bn->t.n <= 0)
             continue;
@@ -528,14 +529,12 @@ static int64_t bench_find(const bench_index *ix, const char *key)
     return lo < ix->n && !strcmp(ix->e[lo].key, key) ? ix->e[lo].row : -1;
 }
 
-/* bench_rows_at: whether every file after A has a /bench row with the key of A's row
- * r (bench_key); at[0] = r and at[i] (out) the first such row of file i, as far as
+/* bench_rows_at: whether every file after A has a /bench row with `key`, that of A's
+ * row r (bench_key); at[0] = r and at[i] (out) the first such row of file i, as far as
  * they were found. */
-static int bench_rows_at(const rp_file *fs, const bench_index *ix, size_t n, int64_t r,
+static int bench_rows_at(const bench_index *ix, size_t n, const char *key, int64_t r,
                          int64_t *at)
 {
-    char key[256];
-    bench_key(key, sizeof key, &fs[0].bench, r);
     at[0] = r;
     for (size_t i = 1; i < n; i++)
         if ((at[i] = bench_find(&ix[i], key)) < 0)
@@ -568,7 +567,7 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, const bench_index *ix, s
         char key[256];
         bench_key(key, sizeof key, ba, r);
         int64_t at[RB_COMPARE_MAX];
-        if (!bench_rows_at(fs, ix, n, r, at))
+        if (!bench_rows_at(ix, n, key, r, at))
             continue;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, key);
@@ -687,7 +686,7 @@ static void write_breakdown_cmp(FILE *o, const rp_file *fs, const bench_index *i
         bench_key(key, sizeof key, ba, (int64_t)a->row);
         if (a->row != cur) {
             cur = a->row;
-            row_all = bench_rows_at(fs, ix, n, (int64_t)a->row, at);
+            row_all = bench_rows_at(ix, n, key, (int64_t)a->row, at);
         }
         if (!row_all)
             continue;
