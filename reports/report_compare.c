@@ -384,6 +384,8 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     const char *cols[1 + 3 * RB_COMPARE_MAX];
     char names[1 + 3 * RB_COMPARE_MAX][48];
     rp_table_head(o, html, cols, file_cols(cols, names, n, "case", what, skip_a, 3));
+    int over[RB_COMPARE_MAX][2] = {{0}};         /* per file: cases above 100 % of peak */
+    double worst[RB_COMPARE_MAX][2] = {{0.0}};  /* the highest of those % */
     for (size_t k = 0; k < fs[0].ncases; k++) {
         const rp_case *cs[RB_COMPARE_MAX];
         if (!common_case(fs, n, k, cs))
@@ -397,6 +399,10 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
             rp_case_tput(&fs[i], cs[i], &t);
             rp_cell_num(o, html, t.gflops, "%.2f");
             rp_cell_num(o, html, t.pct_peak, "%.1f");
+            if (t.pct_peak > 100.0) {
+                over[i][0]++;
+                worst[i][0] = t.pct_peak > worst[i][0] ? t.pct_peak : worst[i][0];
+            }
             if (i)
                 rp_cell_num(o, html, t.gflops / ta.gflops, "%.3f");
         }
@@ -404,6 +410,11 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+    for (size_t i = 0; i < n; i++) {
+        char where[16];
+        snprintf(where, sizeof where, "in %c, ", (char)('A' + i));
+        rp_tput_over(o, html, where, over[i], worst[i]);
+    }
 }
 
 /* The results of the cases in every file: mean entropy and mean lse of the rows (over

@@ -279,6 +279,15 @@ typedef struct {
 } rp_tput;
 void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t);
 
+/* rp_tput_over: below a throughput table, one note for each of the FMA peak (k = 0)
+ * and the triad (k = 1) when over[k] > 0 cases read above 100 % of it, worst[k] the
+ * highest such %: a run measures its peaks once, at its start, so a figure above
+ * 100 % means that they came out low (the machine was busier then than during the
+ * cases), which overstates every % of that run. `where` (NULL: none) starts the count,
+ * e.g. "in B, " for a compared file. Markdown (html = 0) or HTML. */
+void rp_tput_over(FILE *o, int html, const char *where, const int over[2],
+                  const double worst[2]);
+
 /* Shared by the report and the comparison (report_write.c): an attribute's value by
  * name (NULL if absent); mkdir -p of dir (RB_EIO naming it); rp_open_out: OUTDIR/name
  * to be written through *o, its path in path[plen] (RB_EIO naming it), written under a

@@ -379,9 +379,31 @@ void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
     }
 }
 
+/* rp_tput_over: see report_int.h. */
+void rp_tput_over(FILE *o, int html, const char *where, const int over[2],
+                  const double worst[2])
+{
+    static const char *what[2] = {"FMA peak", "triad"};
+    for (int k = 0; k < 2; k++) {
+        if (over[k] == 0)
+            continue;
+        fprintf(o, "%s%s %s%d case(s) read above 100 %% of the %s that their run measured "
+                   "(up to %.1f %%). A run measures its peaks once, at its start, over a "
+                   "fraction of a second; these came out low, because the machine was busier "
+                   "then than while the cases ran (other processes, a clock not yet up to "
+                   "speed), so every %% of %s of such a run is overstated. Compare runs made "
+                   "on an idle machine.%s",
+                html ? "<p>" : "\n", html ? "<strong>Note:</strong>" : "**Note:**",
+                where ? where : "", over[k], what[k], worst[k], what[k],
+                html ? "</p>\n" : "\n");
+    }
+}
+
 /* The throughput section, as Markdown (html = 0) or HTML (html = 1). */
 static void write_tput(FILE *o, const rp_file *f, int html)
 {
+    int over[2] = {0, 0};         /* cases above 100 % of the FMA peak, of the triad */
+    double worst[2] = {0.0, 0.0}; /* the highest of those % */
     static const char *cols[] = {"case", "kernel", "dtype", "threads/rank",
                                  "compute s (slowest rank)", "GFLOP/s", "% of FMA peak",
                                  "K/V GB/s (probe)", "% of triad",
@@ -429,9 +451,17 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         for (int j = 0; j < 7; j++)
             rp_cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
+        for (int k = 0; k < 2; k++) {
+            const double pct = k ? t.pct_triad : t.pct_peak;
+            if (pct > 100.0) { /* (NaN: not counted) */
+                over[k]++;
+                worst[k] = pct > worst[k] ? pct : worst[k];
+            }
+        }
     }
     if (html)
         fprintf(o, "</table>\n");
+    rp_tput_over(o, html, NULL, over, worst);
 }
 
 /* The cases table (complete cases: means, timings), as Markdown (html = 0) or HTML

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy as np
 
 from rbtest import verdict
 
@@ -44,7 +45,40 @@ def main():
     print(f"{len(names)} cases, {len(printed)} progress lines")
     if not names:
         failed.append("no case in the file")
+    if "warning:" in p.stderr:
+        failed.append(f"a warning from a run with miniature test peaks: {p.stderr[-400:]!r}")
+    over_peak(work, exe, cfg, mpi, failed)
     return verdict(failed)
+
+
+def over_peak(work, exe, cfg, mpi, failed):
+    """With a peak measured far too low (ROPEBENCH_TEST_QUICK_PEAKS=low: the FMA figure
+    divided by 1000), the run's last lines say how many cases ran above it and by how
+    much at most: both recomputed from the file (flops over the slowest rank's
+    compute_s, against the case's peak_fma_gflops)."""
+    out = os.path.join(work, "low-peak.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    env = dict(os.environ, ROPEBENCH_TEST_QUICK_PEAKS="low")
+    p = subprocess.run(mpi + ["2", exe, "run", "-c", cfg, "-o", out], capture_output=True,
+                       text=True, timeout=300, env=env)
+    if p.returncode != 0:
+        failed.append(f"low peak: exit {p.returncode}: {p.stderr[-600:]!r}")
+        return
+    pcts = []
+    with h5py.File(out, "r") as f:
+        for c in f["cases"].values():
+            slow = float(np.max(c["timing/compute_s"][()]))
+            pcts.append(100.0 * c.attrs["flops"] / slow / 1e9 / c.attrs["peak_fma_gflops"])
+    over = [x for x in pcts if x > 100.0]
+    m = re.search(r"^ropebench: warning: (\d+) case\(s\) ran above the FMA peak measured at "
+                  r"the start \(up to (\d+) % of its", p.stderr, re.M)
+    if not over or not m or int(m.group(1)) != len(over) or \
+            abs(int(m.group(2)) - max(over)) > 0.5 + 1e-6 * max(over):
+        failed.append(f"low peak: {len(over)} of {len(pcts)} cases above it (up to "
+                      f"{max(pcts):.0f} %), the run said {m.group(0) if m else None!r}")
+    else:
+        print(f"low peak: {m.group(0)}")
 
 
 if __name__ == "__main__":

@@ -795,6 +795,49 @@ def bench_new_file(bench, cmd, work):
             fail("bench-breakdown: no Probe breakdown table")
 
 
+def check_over_peak(cmd, work, good, good_md):
+    """Cases above 100 % of their run's FMA peak or triad get a note under the throughput
+    table (count and highest %, recomputed here from flops, compute_s and the peaks);
+    a file whose cases stay below gets none."""
+    if "**Note:**" in good_md:
+        fail("over-peak: a note in the report of a file whose cases stay below 100 %")
+    over = os.path.join(work, "over-peak.h5")
+    shutil.copyfile(good, over)
+    # (case, FMA peak, triad): 50 GFLOP/s over 40 and 165 over 150; the probe case's
+    # 8192 bytes over 0.02 s against a triad of 0.0002 GB/s
+    changes = (("none-x1-L64-full-gaussian", 40.0, 40.0),
+               ("pi-x4-L128-probe-needle", 150.0, 0.0002))
+    pcts = ([], [])
+    with h5py.File(over, "r+") as f:
+        for name, peak, triad in changes:
+            c = f["cases"][name]
+            c.attrs["peak_fma_gflops"] = np.float64(peak)
+            c.attrs["triad_gbps"] = np.float64(triad)
+            slow = float(np.max(np.asarray(c["timing/compute_s"], np.float64)))
+            pcts[0].append(100.0 * float(c.attrs["flops"]) / slow / 1e9 / peak)
+            if text(c.attrs["mode"]) == "probe":
+                a = c.attrs
+                nbytes = float(a["heads"]) * float(a["seq_len"]) * float(a["head_dim"]) * 8.0
+                pcts[1].append(100.0 * nbytes / slow / 1e9 / triad)
+    out = os.path.join(work, "out-over-peak")
+    shutil.rmtree(out, ignore_errors=True)
+    rc, so, se = run(cmd, over, out)
+    if rc != 0:
+        fail("over-peak: rc %d: %s" % (rc, (so + se)[-300:]))
+        return
+    md = open(os.path.join(out, "report.md")).read()
+    html = open(os.path.join(out, "report.html")).read()
+    for k, what in enumerate(("FMA peak", "triad")):
+        p = [x for x in pcts[k] if x > 100.0]
+        want = "%d case(s) read above 100 %% of the %s that their run measured (up to " \
+               "%.1f %%)" % (len(p), what, max(p))
+        if not p or "**Note:** " + want not in md or \
+                "<strong>Note:</strong> " + want not in html:
+            fail("over-peak: expected the note %r in report.md and report.html" % want)
+        else:
+            print("ok   over-peak note: %s" % want)
+
+
 def main():
     args = sys.argv[1:]
     only_file = bench = None
@@ -1015,6 +1058,8 @@ def main():
         fail("no gnuplot: report.md not written")
     else:
         print("ok   no gnuplot: rc %d: %s" % (rc, (so + se).strip().splitlines()[-1]))
+
+    check_over_peak(cmd, work, good, open(os.path.join(work, "out-good", "report.md")).read())
 
     # --- bad files ------------------------------------------------------------------------
     expect_error(cmd, work, "missing", os.path.join(work, "does-not-exist.h5"),
