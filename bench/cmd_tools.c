@@ -432,12 +432,13 @@ int rb_cmd_report(int argc, char **argv)
     }
     err[0] = '\0';
     int rc = rb_report_write(in, out, err, sizeof err);
-    if (rc != RB_OK) {
-        fprintf(stderr, "ropebench: %s\n", err);
-        return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
+    /* (one line, or two: plots that failed, then cases that could not be read) */
+    for (char *l = err, *nl; *l; l = nl ? nl + 1 : l + strlen(l)) {
+        nl = strchr(l, '\n');
+        fprintf(stderr, "ropebench: %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
     }
-    if (err[0])
-        fprintf(stderr, "ropebench: %s\n", err);
+    if (rc != RB_OK)
+        return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
     report_check_ini(in, out);
     printf("%s/report.md\n%s/report.html\n", out, out);
     return 0;

@@ -18,10 +18,15 @@ extern "C" {
  * format != "ropebench" or unsupported format_version): RB_EIO / RB_EFORMAT with one
  * line naming the file and the reason; nothing is written in that case.
  * gnuplot missing: RB_EUNSUPPORTED naming gnuplot (the Markdown report is still
- * written). On RB_OK, err is empty, or holds one line when finished cases (complete=1)
- * could not be read (a damaged file: a required attribute missing or out of range,
- * a dataset of the wrong shape, values no run writes): they are listed as skipped in
- * the report and the line says how many and why the first was. */
+ * written). Some plots failing (their data stops gnuplot): RB_EIO naming the first, the
+ * documents and the other plots written. On RB_OK, err is empty, or holds one line
+ * when finished cases (complete=1) could not be read (a damaged file: a required
+ * attribute missing or out of range, a dataset of the wrong shape, values no run
+ * writes): they are listed as skipped in the report and the line says how many and
+ * why the first was; after a plot failure that line follows the failure's, after a
+ * '\n'. The documents, the plots, study.ini and the list of plots replace their
+ * earlier versions together, once all are written: a report that fails leaves the
+ * directory as it was (its new files removed). */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
                     size_t errlen);
 

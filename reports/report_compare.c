@@ -987,7 +987,7 @@ static int write_doc(const rp_file *fs, size_t n, const char *outdir, int html, 
         para(o, html, "(The benchmark rows are left out: out of memory.)");
     if (html)
         fprintf(o, "</body>\n</html>\n");
-    return rp_finish(o, path, err, errlen);
+    return rp_close_staged(o, path, err, errlen); /* (renamed by rb_report_compare) */
 }
 
 /* rb_report_compare: see rb_reports.h. */
@@ -1007,9 +1007,22 @@ int rb_report_compare(const char *const *paths, int n, const char *outdir, char 
         nread--; /* the failed read left nothing to free */
         goto cleanup;
     }
+    /* both documents under their temporary names, then both renamed: a comparison that
+     * fails half-way leaves the earlier pair as it was */
     if ((rc = rp_make_dirs(outdir, err, errlen)) == RB_OK &&
         (rc = write_doc(fs, (size_t)n, outdir, 0, err, errlen)) == RB_OK)
         rc = write_doc(fs, (size_t)n, outdir, 1, err, errlen);
+    if (rc == RB_OK || nread == n) {
+        static const char *const names[2] = {"compare.html", "compare.md"};
+        for (int i = 0; i < 2; i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", outdir, names[i]);
+            if (rc == RB_OK)
+                rc = rp_commit(path, err, errlen);
+            else
+                rp_discard(path);
+        }
+    }
 cleanup:
     for (int i = 0; i < nread; i++)
         rp_file_free(&fs[i]);

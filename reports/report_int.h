@@ -136,6 +136,7 @@ typedef struct {
     char **kernel, **dtype, **bench; /* string columns, t.n each */
     rp_attrs attrs;                /* attributes of /bench */
     rp_tab pb;                     /* the probe breakdown (n 0: none) */
+    int unreadable;                /* /bench is there, but its table could not be read */
 } rp_bench;
 
 typedef struct {
@@ -207,7 +208,9 @@ typedef struct {
     char *svg;         /* SVG text for inlining, NULL if not rendered */
 } rp_plot;
 
-/* Group the complete cases and render each group with gnuplot into outdir.
+/* Group the complete cases and render each group with gnuplot into outdir, each SVG
+ * under its temporary name (rp_out_tmp of outdir/svg_name) for the caller to rename
+ * (rp_commit) or remove (rp_discard); on an error that leaves no plot, none is left.
  * RB_EUNSUPPORTED naming gnuplot if it cannot be started; RB_EIO if it fails (the
  * message carries the last line gnuplot printed). When only some plots fail (their
  * data stops gnuplot), the others are still rendered and RB_EIO names the first that
@@ -291,15 +294,25 @@ void rp_tput_over(FILE *o, int html, const char *where, const int over[2],
 /* Shared by the report and the comparison (report_write.c): an attribute's value by
  * name (NULL if absent); mkdir -p of dir (RB_EIO naming it); rp_open_out: OUTDIR/name
  * to be written through *o, its path in path[plen] (RB_EIO naming it), written under a
- * temporary name beside it (path + ".tmp-<pid>"); rp_finish: close o and rename the
- * temporary file to path, replacing what was there (a symbolic link at path is
- * replaced, not followed), or, if anything written failed, remove it and leave path as
- * it was, RB_EIO naming path and the cause (e.g. "File too large"). */
+ * temporary name beside it (rp_out_tmp: path + ".tmp-<pid>", in the same directory, so
+ * that the rename is atomic). Outputs replace their earlier versions together or not at
+ * all (a report's documents and plots): rp_close_staged closes o and leaves what it
+ * wrote under the temporary name, or, if anything written failed, removes it, RB_EIO
+ * naming path and the cause (e.g. "File too large"); rp_commit renames it to path,
+ * replacing what was there (a symbolic link at path is replaced, not followed; RB_EIO
+ * naming path if the rename fails); rp_discard removes it. */
 const char *rp_attr_get(const rp_attrs *as, const char *name);
 int rp_make_dirs(const char *dir, char *err, size_t errlen);
 int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size_t plen,
                 char *err, size_t errlen);
-int rp_finish(FILE *o, const char *path, char *err, size_t errlen);
+int rp_close_staged(FILE *o, const char *path, char *err, size_t errlen);
+int rp_commit(const char *path, char *err, size_t errlen);
+void rp_discard(const char *path);
+void rp_out_tmp(char *t, size_t n, const char *path);
+/* rp_printable: src into dst[len] for a line on the terminal, every byte that is not
+ * printable ASCII (control characters, escape sequences, newlines, non-ASCII) as '?',
+ * cut at len - 1 bytes (report_read.c). */
+void rp_printable(char *dst, size_t len, const char *src);
 /* rp_html_begin: a self-contained page's head (inline CSS) up to and with <h1>title</h1>
  * (title is our own text, not escaped). */
 void rp_html_begin(FILE *o, const char *title);

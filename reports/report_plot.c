@@ -785,10 +785,11 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
             if (run_gnuplot(tmp, one, why, sizeof why) == RB_OK)
                 continue;
             failed[k] = 1;
-            if (nfail++ == 0) {
-                char cap[768];
+            if (nfail++ == 0) { /* (for the terminal: the file's names, gnuplot's line) */
+                char cap[768], line[512];
                 rp_plot_caption(cap, sizeof cap, &p[k]);
-                snprintf(first_fail, sizeof first_fail, "%.200s: %.290s", cap, why);
+                snprintf(line, sizeof line, "%.200s: %.290s", cap, why);
+                rp_printable(first_fail, sizeof first_fail, line);
             }
         }
         rc = RB_OK;
@@ -835,18 +836,26 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
                 break;
             snprintf(p[k].svg_name, sizeof p[k].svg_name, "%.80s-%d.svg", base, dup);
         }
-        snprintf(fn, sizeof fn, "%s/%s", outdir, p[k].svg_name);
+        /* under its temporary name: the caller renames it (rp_commit) once the report
+         * is whole */
+        char dst[4200];
+        snprintf(dst, sizeof dst, "%s/%s", outdir, p[k].svg_name);
+        rp_out_tmp(fn, sizeof fn, dst);
         FILE *o = fopen(fn, "wb");
         int bad = !o || fwrite(svg, 1, len, o) != len;
-        if (o && fclose(o) != 0)
+        int e = errno;
+        if (o && fclose(o) != 0 && !bad) {
             bad = 1;
+            e = errno;
+        }
         if (!bad)
             p[k].svg = svg_for_inline(svg, (int)k);
         free(svg);
         if (bad) {
+            unlink(fn);
             p[k].svg_name[0] = '\0';
-            rc = rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s", fn,
-                         strerror(errno));
+            rc = rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s", dst,
+                         strerror(e));
             goto cleanup;
         }
     }
@@ -863,6 +872,10 @@ cleanup:
         rm_tmp(tmp, np, p);
     if (rc != RB_OK && !nfail)
         for (size_t k = 0; k < np; k++) {
+            if (p[k].svg_name[0]) { /* staged, never to be committed */
+                snprintf(fn, sizeof fn, "%s/%s", outdir, p[k].svg_name);
+                rp_discard(fn);
+            }
             free(p[k].svg);
             p[k].svg = NULL;
             p[k].svg_name[0] = '\0';

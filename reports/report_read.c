@@ -37,13 +37,21 @@ static const char *h5_last(h5msg *m)
     return m->desc[0] ? m->desc : "unknown HDF5 error";
 }
 
-/* Printable, bounded copy of a value from the file for an error line. */
-static void printable(char *dst, size_t len, const char *src)
+/* rp_printable: see report_int.h. */
+void rp_printable(char *dst, size_t len, const char *src)
 {
     size_t i = 0;
-    for (; src[i] && i + 1 < len && i < 40; i++)
+    for (; src[i] && i + 1 < len; i++)
         dst[i] = (src[i] >= 32 && src[i] < 127) ? src[i] : '?';
-    dst[i] = '\0';
+    if (len)
+        dst[i] = '\0';
+}
+
+/* printable: rp_printable of at most 40 characters (a value from the file in an error
+ * line). */
+static void printable(char *dst, size_t len, const char *src)
+{
+    rp_printable(dst, len < 41 ? len : 41, src);
 }
 
 /* ---- attributes -------------------------------------------------------------------- */
@@ -428,8 +436,9 @@ cleanup:
     return rc;
 }
 
-/* Read a 1-D string dataset (fixed or variable length) into malloc'd strings; a
- * missing dataset gives n = 0 and RB_OK. */
+/* Read a 1-D string dataset (fixed or variable length, any character set) into
+ * malloc'd strings; a missing dataset gives n = 0 and RB_OK, one that cannot be read
+ * an error code with *out NULL and n = 0 (never some strings NULL). */
 static int dset_strings(hid_t loc, const char *path, char ***out, size_t *n)
 {
     int rc = RB_OK;
@@ -466,7 +475,10 @@ static int dset_strings(hid_t loc, const char *path, char ***out, size_t *n)
     *n = dim;
     if (H5Tis_variable_str(t) > 0) {
         vl = calloc(dim, sizeof *vl);
+        /* in the file's character set: HDF5 converts none to another (h5py writes
+         * UTF-8, this project ASCII) */
         if (!vl || (mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mt, H5Tget_cset(t)) < 0 ||
             H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, vl) < 0) {
             rc = RB_EIO;
             goto cleanup;
@@ -492,6 +504,13 @@ static int dset_strings(hid_t loc, const char *path, char ***out, size_t *n)
         if (!s[i])
             rc = RB_ENOMEM;
 cleanup:
+    if (rc != RB_OK && *out) { /* nothing half read reaches the caller */
+        for (size_t i = 0; i < *n; i++)
+            free((*out)[i]);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
     free(buf);
     free(vl);
     if (mt >= 0)
@@ -676,10 +695,18 @@ static void case_read_rows(hid_t g, rp_case *c)
     c->metrics_cost = NAN;
     for (int j = 0; j < RP_T_COUNT; j++) {
         c->tmin[j] = c->tmed[j] = c->tmax[j] = NAN;
-        if (dset_f64(g, tn[j], &t, dt, &nt, &why) != RB_OK || nt != 1 || dt[0] == 0) {
+        const int got = dset_f64(g, tn[j], &t, dt, &nt, &why);
+        if (got != RB_OK && strcmp(why, "missing") == 0) { /* (metrics_s: older files) */
             free(t);
             t = NULL;
             continue;
+        }
+        if (got != RB_OK || nt != 1 || dt[0] == 0) { /* there, but not a time per rank */
+            set_problem(c, "%s %s", tn[j],
+                        got != RB_OK ? why : "is not one value per rank (1-D, not empty)");
+            free(t);
+            free(tc);
+            goto cleanup;
         }
         if (nranks && dt[0] != nranks) {
             char why[128];
@@ -1183,7 +1210,7 @@ static void bench_free(rp_bench *b)
 
 /* The /bench group of `ropebench bench -o`: numeric columns, the three string columns
  * (each as long as the numeric ones) and the attributes. Anything inconsistent leaves
- * it empty: the report then has no benchmark table. Its probe breakdown
+ * it empty and b->unreadable set: the report then says so instead of a table. Its probe breakdown
  * (/bench/probe_breakdown, when there) goes to b->pb; a breakdown whose columns do not
  * agree leaves pb empty and the rest as read. */
 static void bench_read(hid_t fid, rp_bench *b)
@@ -1193,6 +1220,7 @@ static void bench_read(hid_t fid, rp_bench *b)
     memset(b, 0, sizeof *b);
     if (H5Lexists(fid, "/bench", H5P_DEFAULT) <= 0)
         goto cleanup;
+    b->unreadable = 1; /* until the table is whole */
     tab_read(fid, &rp_bench_spec, &b->t);
     if (b->t.n <= 0)
         goto cleanup;
@@ -1210,6 +1238,7 @@ static void bench_read(hid_t fid, rp_bench *b)
         goto cleanup;
     }
     b->t.n = n;
+    b->unreadable = 0;
     if ((g = H5Gopen2(fid, "/bench", H5P_DEFAULT)) >= 0)
         attrs_read(g, &b->attrs);
     tab_read(fid, &rp_bench_breakdown_spec, &b->pb); /* (absent: pb empty) */

@@ -401,10 +401,17 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
                                  "median s", "GFLOP/s", "GB/s", "% of peak", "peak",
                                  "ideal % of triad"};
     const rp_bench *b = &f->bench;
-    if (b->t.n <= 0)
+    if (b->t.n <= 0 && !b->unreadable)
         return;
     fprintf(o, html ? "<h2>Throughput: ropebench bench</h2>\n<p>"
                     : "\n## Throughput: ropebench bench\n\n");
+    if (b->t.n <= 0) {
+        fprintf(o, "This file has a /bench group, but its table could not be read: a column "
+                   "missing or empty, columns of different lengths, or a type this report "
+                   "does not read (docs/results-format.md).%s",
+                html ? "</p>\n" : "\n");
+        return;
+    }
     fprintf(o, "The /bench group written by ropebench bench -o (docs/bench.md): the median of "
                "the timed calls of each row. %% of peak is GFLOP/s over the FMA peak of the "
                "row's thread count for causal rows, and GB/s over the triad bandwidth for "

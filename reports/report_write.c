@@ -69,8 +69,10 @@ static void put_ticks(FILE *o, size_t n)
         fputc('`', o);
 }
 
-/* s raw but for the characters a report never shows (rp_unsafe_len): '?' instead */
-static void put_raw(FILE *o, const char *s)
+/* s raw but for the characters a report never shows (rp_unsafe_len): '?' instead; in a
+ * code span (span = 1) line breaks too, as spaces (a blank line would end the span and
+ * let the rest of the file's text be read as Markdown) */
+static void put_raw(FILE *o, const char *s, int span)
 {
     for (; *s; s++) {
         const size_t u = rp_unsafe_len(s);
@@ -78,7 +80,7 @@ static void put_raw(FILE *o, const char *s)
             fputc('?', o);
             s += u - 1;
         } else
-            fputc(*s, o);
+            fputc(span && (*s == '\n' || *s == '\r') ? ' ' : *s, o);
     }
 }
 
@@ -90,7 +92,7 @@ static void md_code(FILE *o, const char *s)
     const int pad = n && (s[0] == '`' || s[n - 1] == '`'); /* else the fence would merge */
     put_ticks(o, fence);
     if (pad) fputc(' ', o);
-    put_raw(o, s);
+    put_raw(o, s, 1);
     if (pad) fputc(' ', o);
     put_ticks(o, fence);
 }
@@ -308,18 +310,17 @@ static void write_case_summary(FILE *o, const rp_file *f, int html)
     free(names);
 }
 
-/* out_tmp: the name an output at path is written under until rp_finish renames it:
- * path + ".tmp-<pid>", in the same directory (so that the rename is atomic). */
-static void out_tmp(char *t, size_t n, const char *path)
+/* rp_out_tmp: see report_int.h. */
+void rp_out_tmp(char *t, size_t n, const char *path)
 {
     snprintf(t, n, "%s.tmp-%ld", path, (long)getpid());
 }
 
-/* rp_finish: see report_int.h. */
-int rp_finish(FILE *o, const char *path, char *err, size_t errlen)
+/* rp_close_staged: see report_int.h. */
+int rp_close_staged(FILE *o, const char *path, char *err, size_t errlen)
 {
     char tmp[4300];
-    out_tmp(tmp, sizeof tmp, path);
+    rp_out_tmp(tmp, sizeof tmp, path);
     /* a failed write leaves errno at its cause; flushing what is buffered sees it
      * again if the stream had not yet */
     errno = 0;
@@ -329,14 +330,32 @@ int rp_finish(FILE *o, const char *path, char *err, size_t errlen)
         bad = 1;
         e = errno;
     }
-    if (!bad && rename(tmp, path) == 0)
-        return RB_OK;
     if (!bad)
-        e = errno;
+        return RB_OK;
     unlink(tmp);
     return rb_errf(err, errlen, RB_EIO,
                    "report: cannot write %s: %s (an earlier one there, if any, is left as it "
                    "was)", path, e ? strerror(e) : "write error");
+}
+
+/* rp_commit: see report_int.h. */
+int rp_commit(const char *path, char *err, size_t errlen)
+{
+    char tmp[4300];
+    rp_out_tmp(tmp, sizeof tmp, path);
+    if (rename(tmp, path) == 0)
+        return RB_OK;
+    const int e = errno;
+    unlink(tmp);
+    return rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s", path, strerror(e));
+}
+
+/* rp_discard: see report_int.h. */
+void rp_discard(const char *path)
+{
+    char tmp[4300];
+    rp_out_tmp(tmp, sizeof tmp, path);
+    unlink(tmp); /* (gone already is fine) */
 }
 
 /* rp_open_out: see report_int.h. */
@@ -345,7 +364,7 @@ int rp_open_out(const char *outdir, const char *name, FILE **o, char *path, size
 {
     char tmp[4300];
     snprintf(path, plen, "%s/%s", outdir, name);
-    out_tmp(tmp, sizeof tmp, path);
+    rp_out_tmp(tmp, sizeof tmp, path);
     *o = fopen(tmp, "w");
     return *o ? RB_OK
               : rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
@@ -474,9 +493,10 @@ static void write_cases(FILE *o, const rp_file *f, int html)
     char b[256];
     fprintf(o, html ? "<h2>Cases</h2>\n<p>" : "\n## Cases\n\n");
     if (f->ncases == 0) {
-        if (f->bench.t.n > 0)
+        if (f->bench.t.n > 0 || f->bench.unreadable)
             fprintf(o, "This file holds no cases: it was written by ropebench bench -o alone, "
-                       "so only its throughput table is shown.%s",
+                       "so only its throughput table is shown%s.%s",
+                    f->bench.unreadable ? " (which could not be read)" : "",
                     html ? "</p>\n" : "\n");
         else
             fprintf(o, "This file holds no cases and no `/bench` table: no case of its study "
@@ -598,16 +618,17 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         fprintf(o, "</table>\n");
 }
 
-/* plot_tool: what drew the plots, from the first SVG drawn: its "Produced by ..."
- * line (gnuplot writes its version there), into b[n]; "" if none. */
+/* plot_tool: what drew the plots, from the first SVG drawn (under its temporary name,
+ * rp_plots_render): its "Produced by ..." line (gnuplot writes its version there), into b[n]; "" if none. */
 static void plot_tool(const rp_plot *p, size_t np, const char *outdir, char *b, size_t n)
 {
     b[0] = '\0';
     for (size_t k = 0; k < np && !b[0]; k++) {
         if (!p[k].svg_name[0])
             continue;
-        char path[4200], head[4096];
-        snprintf(path, sizeof path, "%s/%s", outdir, p[k].svg_name);
+        char dst[4200], path[4300], head[4096];
+        snprintf(dst, sizeof dst, "%s/%s", outdir, p[k].svg_name);
+        rp_out_tmp(path, sizeof path, dst); /* (staged until the report is whole) */
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
@@ -707,7 +728,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         fprintf(o, "\n### Configuration (resolved)\n\n");
         put_ticks(o, fence);
         fprintf(o, "ini\n");
-        put_raw(o, cfg);
+        put_raw(o, cfg, 0);
         fprintf(o, "%s", cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
         put_ticks(o, fence);
         fputc('\n', o);
@@ -751,7 +772,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
         rp_md_esc(o, cap);
         fprintf(o, "*\n\n");
     }
-    return rp_finish(o, path, err, errlen);
+    return rp_close_staged(o, path, err, errlen);
 }
 
 /* ---- HTML -------------------------------------------------------------------------- */
@@ -879,7 +900,7 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
         fprintf(o, "</figcaption>\n</figure>\n");
     }
     fprintf(o, "</body>\n</html>\n");
-    return rp_finish(o, path, err, errlen);
+    return rp_close_staged(o, path, err, errlen);
 }
 
 /* ---- entry point ------------------------------------------------------------------- */
@@ -929,7 +950,7 @@ static int write_study_ini(const rp_file *f, const char *outdir, char *err, size
     for (const char *c = f->path; *c; c++) /* the name on one comment line */
         fputc(*c == '\n' || *c == '\r' ? '?' : *c, o);
     fprintf(o, "\n%s%s", cfg, cfg[0] && cfg[strlen(cfg) - 1] == '\n' ? "" : "\n");
-    return rp_finish(o, path, err, errlen);
+    return rp_close_staged(o, path, err, errlen);
 }
 
 /* ini_is_ours: an existing study.ini at path begins with RP_INI_MARK (a report wrote
@@ -1001,7 +1022,7 @@ static int write_plots_list(const rp_plot *p, size_t np, const char *outdir, cha
     for (size_t k = 0; k < np; k++)
         if (p[k].svg_name[0])
             fprintf(o, "%s\n", p[k].svg_name);
-    return rp_finish(o, path, err, errlen);
+    return rp_close_staged(o, path, err, errlen);
 }
 
 /* rb_report_write: see rb_reports.h. When plots cannot be rendered the Markdown and
@@ -1049,8 +1070,13 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     if (rc != RB_OK)
         goto cleanup;
     old_svgs(outdir, &old, &old_len);
+    /* every output is written under its temporary name first (rp_close_staged; the
+     * plots too), and all replace their earlier versions only once all are whole: a
+     * report that fails half-way leaves the directory as the last one left it, not new
+     * plots beside an old report.html */
     prc = rp_plots_render(&f, outdir, &plots, &np, perr, sizeof perr);
     const char *note = prc != RB_OK ? perr : NULL;
+    const int has_ini = rp_attr_get(&f.root, "config_text") != NULL;
     rc = rp_write_md(&f, plots, np, outdir, note, err, errlen);
     if (rc == RB_OK)
         rc = rp_write_html(&f, plots, np, outdir, note, err, errlen);
@@ -1058,6 +1084,32 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         rc = write_study_ini(&f, outdir, err, errlen);
     if (rc == RB_OK)
         rc = write_plots_list(plots, np, outdir, err, errlen);
+    {
+        char path[4200];
+        for (size_t k = 0; k < np; k++) {
+            if (!plots[k].svg_name[0])
+                continue;
+            snprintf(path, sizeof path, "%s/%s", outdir, plots[k].svg_name);
+            if (rc == RB_OK)
+                rc = rp_commit(path, err, errlen);
+            else
+                rp_discard(path);
+        }
+        for (int i = 3; i >= 0; i--) { /* study.ini, the list, then the documents */
+            if (i == 3 && !has_ini)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", outdir, outs[i]);
+            if (rc == RB_OK)
+                rc = rp_commit(path, err, errlen);
+            else
+                rp_discard(path);
+        }
+        /* a study.ini an earlier report wrote, when this file stored no configuration,
+         * would be taken for this one's */
+        snprintf(path, sizeof path, "%s/study.ini", outdir);
+        if (rc == RB_OK && !has_ini && ini_is_ours(path))
+            unlink(path);
+    }
     for (size_t at = 0; rc == RB_OK && old && at < old_len; at += strlen(old + at) + 1) {
         int kept = 0;
         for (size_t k = 0; k < np && !kept; k++)
@@ -1067,25 +1119,32 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         if (!kept)
             unlink(path); /* gone already is fine */
     }
-    if (rc == RB_OK && prc != RB_OK) {
-        size_t drawn = 0;
-        for (size_t k = 0; k < np; k++)
-            drawn += plots[k].svg_name[0] != '\0';
-        rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written %s)", perr,
-                     drawn ? "with the other plots" : "without plots");
-    }
     if (rc == RB_OK && errlen) {
         /* finished cases that could not be read (a damaged file) are said on the
-         * terminal too, not only in the report's list of skipped cases */
-        size_t bad = 0, first = 0;
+         * terminal too, not only in the report's list of skipped cases; after the
+         * plots' failure, when some failed (a line each) */
+        size_t bad = 0, first = 0, drawn = 0;
         for (size_t i = 0; i < f.ncases; i++)
             if (f.cases[i].problem && f.cases[i].complete && !bad++)
                 first = i;
+        for (size_t k = 0; k < np; k++)
+            drawn += plots[k].svg_name[0] != '\0';
         err[0] = '\0';
-        if (bad)
-            snprintf(err, errlen, "report: %s: %zu finished case(s) could not be read and are "
-                     "listed as skipped (%s: %s%s)", results_path, bad, f.cases[first].name,
+        if (prc != RB_OK)
+            rc = rb_errf(err, errlen, prc, "%s (report.md and report.html written %s)", perr,
+                         drawn ? "with the other plots" : "without plots");
+        if (bad) {
+            size_t at = strlen(err);
+            if (at && at + 1 < errlen) { /* the second line */
+                err[at++] = '\n';
+                err[at] = '\0';
+            }
+            char nm[600];
+            rp_printable(nm, sizeof nm, f.cases[first].name);
+            snprintf(err + at, errlen - at, "report: %s: %zu finished case(s) could not be read "
+                     "and are listed as skipped (%s: %s%s)", results_path, bad, nm,
                      f.cases[first].problem, bad > 1 ? "; and others" : "");
+        }
     }
 cleanup:
     free(old);

@@ -1,5 +1,6 @@
-/* report_cli.c — test driver: runs rb_report_write(FILE, DIR) without MPI and prints its one-line error, as `ropebench report` does. */
+/* report_cli.c — test driver: runs rb_report_write(FILE, DIR) without MPI and prints its error lines, as `ropebench report` does. */
 #include <stdio.h>
+#include <string.h>
 
 #include "rb_kernels.h"
 #include "rb_reports.h"
@@ -12,12 +13,12 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = rb_report_write(argv[1], argc > 2 ? argv[2] : ".", err, sizeof err);
-    if (rc != RB_OK) {
-        fprintf(stderr, "report_cli: %s\n", err);
-        return 1;
+    for (char *l = err, *nl; *l; l = nl ? nl + 1 : l + strlen(l)) {
+        nl = strchr(l, '\n');
+        fprintf(stderr, "report_cli: %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
     }
-    if (err[0])
-        fprintf(stderr, "report_cli: %s\n", err);
+    if (rc != RB_OK)
+        return 1;
     printf("report written to %s/report.md and %s/report.html\n", argc > 2 ? argv[2] : ".",
            argc > 2 ? argv[2] : ".");
     return 0;

@@ -256,6 +256,34 @@ def main():
     tmp = [x for x in os.listdir(rep) if ".tmp-" in x]
     if tmp:
         failed.append(f"report under a file-size limit left {tmp}")
+    # a comparison likewise: compare.md and compare.html stay the earlier pair when the
+    # second cannot be written (compare.md was once replaced before compare.html failed)
+    other = os.path.join(work, "other.h5")
+    shutil.copyfile(small, other)
+    with h5py.File(other, "a") as f:
+        f.attrs["git_describe"] = np.bytes_("another run")
+    cmp_dir = os.path.join(work, "cmp-limit")
+    expect("a first comparison", [exe, "report", small, other, "-o", cmp_dir], 0, None)
+    with open(os.path.join(cmp_dir, "compare.md"), "ab") as f:
+        f.write(b"\nthe earlier comparison\n")
+    docs = {n: digest(os.path.join(cmp_dir, n)) for n in ("compare.md", "compare.html")}
+    climit = os.path.getsize(os.path.join(cmp_dir, "compare.html")) * 9 // 10
+
+    def cmp_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (climit, climit))
+    if os.path.getsize(os.path.join(cmp_dir, "compare.md")) >= climit:
+        failed.append(f"comparison under a size limit: compare.md is not below {climit}")
+    p = subprocess.run([exe, "report", small, other, "-o", cmp_dir], capture_output=True,
+                       text=True, preexec_fn=cmp_limit, timeout=120)
+    now = {n: digest(os.path.join(cmp_dir, n)) for n in docs}
+    tmp = [x for x in os.listdir(cmp_dir) if ".tmp-" in x]
+    if p.returncode == 0 or "compare.html: File too large" not in p.stderr or now != docs \
+            or tmp:
+        failed.append(f"comparison under a file-size limit: exit {p.returncode}, "
+                      f"{p.stderr!r}, changed {[n for n in docs if now[n] != docs[n]]}, "
+                      f"left {tmp}")
+    else:
+        print("ok   comparison under a file-size limit: both documents as they were")
 
     # a results file whose stored configuration was damaged afterwards: the report is
     # written (exit 0) and one line says its study.ini does not load; the intact file's

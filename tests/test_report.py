@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -838,6 +839,133 @@ def check_over_peak(cmd, work, good, good_md):
             print("ok   over-peak note: %s" % want)
 
 
+def review_2026_12_03(cmd, work, good, bench_only):
+    """Defects a review found (2026-12-03): strings h5py writes (UTF-8) in string
+    datasets, a case name that would end its code span, names that would drive the
+    terminal, a report that fails half-way, a plot failure beside unreadable cases, a
+    timing of the wrong shape, and a study.ini left from an earlier report."""
+    P = "cases/pi-x4-L128-probe-needle"
+
+    def variant(name, src, edit):
+        path = os.path.join(work, name + ".h5")
+        shutil.copyfile(src, path)
+        with h5py.File(path, "a") as f:
+            edit(f)
+        return path
+
+    def fresh(path, label):
+        out = os.path.join(work, "out-" + label)
+        shutil.rmtree(out, ignore_errors=True)
+        rc, so, se = run(cmd, path, out)
+        md = os.path.join(out, "report.md")
+        return rc, so + se, open(md, encoding="utf-8").read() if os.path.exists(md) else ""
+
+    # the study's planned cases as h5py's strings (UTF-8, variable length): read (this
+    # crashed the report), the case never run named
+    def planned(f):
+        names = sorted(f["cases"]) + ["never-run-case"]
+        f["provenance"].create_dataset("planned_cases", data=names,
+                                       dtype=h5py.string_dtype())
+    rc, out, md = fresh(variant("planned-utf8", good, planned), "planned-utf8")
+    if rc != 0 or "1 of the study's %d case(s) never run" % 6 not in md or \
+            "never-run-case" not in md:
+        fail("planned_cases as UTF-8 strings: rc %d: %s" % (rc, out[-300:]))
+    # /bench's string columns the same way: the table is read, every row shown
+    def bench_utf8(f):
+        for k in ("kernel", "dtype", "bench"):
+            v = [x.decode() for x in f["bench"][k][()]]
+            del f["bench"][k]
+            f["bench"].create_dataset(k, data=v, dtype=h5py.string_dtype())
+    p = variant("bench-utf8", bench_only, bench_utf8)
+    rc, out, md = fresh(p, "bench-utf8")
+    tab = md_table(md, "## Throughput: ropebench bench")
+    with h5py.File(p, "r") as f:
+        nrows = len(f["bench/kernel"])
+    if rc != 0 or not tab or len(tab[1]) != nrows:
+        fail("bench strings as UTF-8: rc %d, table %s, want %d rows: %s"
+             % (rc, None if not tab else len(tab[1]), nrows, out[-300:]))
+    # a /bench table that cannot be read is said to be there, not absent
+    p = variant("bench-short", bench_only, lambda f: f["bench"].__delitem__("dtype"))
+    rc, out, md = fresh(p, "bench-short")
+    if rc != 0 or "has a /bench group, but its table could not be read" not in md:
+        fail("unreadable /bench: rc %d, not said: %s" % (rc, md[:600]))
+
+    # an incomplete case whose name holds blank lines: still one code span in report.md
+    # (no heading, no HTML block of the file's text)
+    def nl_name(f):
+        n = "x\n\n<img src=x onerror=alert(1)>\n\n# Injected heading\n\n"
+        f["cases"].move("yarn-x8-L64-full-gaussian", n)
+    rc, out, md = fresh(variant("name-newlines", good, nl_name), "name-newlines")
+    if rc != 0 or re.search(r"^# Injected", md, re.M) or re.search(r"^<img", md, re.M) or \
+            "`x  <img src=x onerror=alert(1)>  # Injected heading  `" not in md:
+        fail("case name with blank lines: rc %d: %s" % (rc, [l for l in md.splitlines()
+                                                           if "Injected" in l or "<img" in l]))
+    # a finished case that cannot be read, its name with an escape sequence and a line
+    # break: one line on the terminal, neither sent
+    def esc_name(f):
+        n = "bad\x1b[2J\x1b[31mRED\nsecond line"
+        f["cases"].move("none-x1-L64-full-gaussian", n)
+        f["cases"][n].attrs["seq_len"] = np.int64(-5)
+    rc, out, md = fresh(variant("name-escape", good, esc_name), "name-escape")
+    lines = [l for l in out.splitlines() if l.strip() and "/report." not in l]
+    if rc != 0 or "\x1b" in out or len(lines) != 1 or "bad?[2J?[31mRED?second line" \
+            not in lines[0]:
+        fail("escape sequence in a case name: rc %d, %r" % (rc, out[-400:]))
+    # a plot that stops gnuplot beside a case that cannot be read: both said, a line each
+    def both(f):
+        f[P + "/pair_share/distance"][...] = np.nan
+        f["cases/none-x1-L64-full-gaussian"].attrs["seq_len"] = np.int64(-5)
+    rc, out, md = fresh(variant("plot-and-case", good, both), "plot-and-case")
+    lines = [l for l in out.splitlines() if l.strip()]
+    if rc == 0 or rc >= 128 or len(lines) != 2 or "gnuplot failed on 1 of" not in lines[0] or \
+            "1 finished case(s) could not be read" not in lines[1]:
+        fail("plot failure and an unreadable case: rc %d, lines %s" % (rc, lines))
+    # a timing dataset that is not one value per rank: the case listed as skipped, named
+    def timing(f):
+        t = f["cases/none-x1-L64-full-gaussian/timing"]
+        v = t["compute_s"][()]
+        del t["compute_s"]
+        t["compute_s"] = v.reshape(1, -1)
+    rc, out, md = fresh(variant("timing-2d", good, timing), "timing-2d")
+    if rc != 0 or "timing/compute_s is not one value per rank" not in out or \
+            "timing/compute_s is not one value per rank" not in md:
+        fail("2-D timing: rc %d: %s" % (rc, out[-300:]))
+
+    # a report that cannot be written whole leaves the directory as the last one left
+    # it: report.md, the plots and the rest unchanged, nothing half-written beside them
+    out = os.path.join(work, "out-staged")
+    shutil.rmtree(out, ignore_errors=True)
+    rc, so, se = run(cmd, good, out)
+    before = {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)}
+    biggest = max(before, key=lambda n: len(before[n]))
+    if rc != 0 or biggest != "report.html":
+        fail("staged: rc %d, the largest output is %s, not report.html" % (rc, biggest))
+        return
+    limit = max(len(v) for n, v in before.items() if n != "report.html") + 4096
+    p = variant("staged", good, lambda f: f[P + "/rows/entropy"].__setitem__(
+        Ellipsis, f[P + "/rows/entropy"][()] * 0.5))
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    argv = [a.replace("{in}", p).replace("{out}", out) for a in cmd]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                       preexec_fn=small_files)
+    after = {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)}
+    if r.returncode == 0 or "report.html" not in r.stderr or after != before:
+        fail("staged: rc %d (%s); changed or new: %s" % (
+            r.returncode, r.stderr.strip()[-200:],
+            sorted(n for n in set(after) | set(before) if after.get(n) != before.get(n))))
+    else:
+        print("ok   a report that fails half-way leaves the %d files as they were"
+              % len(before))
+    # a file without a configuration: the earlier report's study.ini goes with the rest
+    rc, so, se = run(cmd, bench_only, out)
+    if rc != 0 or "study.ini" not in before or os.path.exists(os.path.join(out, "study.ini")):
+        fail("stale study.ini: rc %d, study.ini before %s, after %s" % (
+            rc, "study.ini" in before, os.path.exists(os.path.join(out, "study.ini"))))
+
+
 def main():
     args = sys.argv[1:]
     only_file = bench = None
@@ -1118,6 +1246,7 @@ def main():
         f.write(data[:-1])
     expect_error(cmd, work, "truncated-1byte", p, [])
     damaged_cases(cmd, work, good)
+    review_2026_12_03(cmd, work, good, bench_only)
 
     print("%d failures" % len(failures))
     return 1 if failures else 0
