@@ -790,6 +790,28 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             tsum.keys_sent += t.keys_sent;
             tsum.keys_received += t.keys_received;
             rb_state_finalize(state, nq, d, lse + (size_t)h * nq, ent + (size_t)h * nq, outd);
+            {
+                /* every row sees a key (itself, at least), so its lse is finite unless the
+                 * kernel's scores overflowed (fp32: inputs near the `file` dataset's 1e15
+                 * bound times a large attention_factor): refused, not stored as results */
+                long long bad[2] = {0, 0}; /* rows with a non-finite lse, rows counted */
+                if (mode == RB_MODE_FULL || r->rank == 0) /* (probe rows: on rank 0) */
+                    for (int64_t i = 0; i < nq; i++) {
+                        bad[0] += !isfinite(lse[(size_t)h * nq + (size_t)i]);
+                        bad[1]++;
+                    }
+                MPI_Allreduce(MPI_IN_PLACE, bad, 2, MPI_LONG_LONG, MPI_SUM, r->comm);
+                if (bad[0]) {
+                    rb_metrics_free(cm);
+                    rc = rb_errf(e, el, RB_EINVAL,
+                                 "case %s: head %d: the %s kernel's attention scores overflowed "
+                                 "(lse not finite in %lld of %lld rows): q and k this large, "
+                                 "rotated with attention_factor %g, have scores beyond float32; "
+                                 "scale the inputs down", name, h, r->ops.name, bad[0], bad[1],
+                                 info.attention_factor);
+                    goto cleanup;
+                }
+            }
             if (outs)
                 for (size_t i = 0; i < (size_t)nq * row; i++)
                     outs[(size_t)h * nq * row + i] = (float)outd[i];

@@ -110,6 +110,12 @@ def make(d):
     write(f"{d}/nan_rows.h5", {})
     with h5py.File(f"{d}/nan_rows.h5", "a") as f:
         f["q"][:, 100:, :] = np.nan
+    # q and k at 1e14, inside the 1e15 bound, whose scores overflow float32 only once
+    # an attention_factor of 1e6 multiplies both (the run exited 0 with every lse -inf)
+    write(f"{d}/big_qk.h5", {})
+    with h5py.File(f"{d}/big_qk.h5", "a") as f:
+        for n in "qk":
+            f[n][...] = f[n][()] * np.float32(1e14)
     write(f"{d}/above_1e15.h5", {})
     with h5py.File(f"{d}/above_1e15.h5", "a") as f:
         f["v"][1, 3, 4] = np.float32(1.0000001e15)

@@ -104,6 +104,16 @@ rb_add_test(NAME dataset_file_error_above_1e15 COMMAND ${RB_PYTHON}
   --set study.datasets=file --set file.path=${RB_DF_WORK}/above_1e15.h5 -o ${RB_DF_WORK}/above_out.h5)
 set_tests_properties(dataset_file_error_above_1e15 PROPERTIES FIXTURES_REQUIRED rb_dataset_files
   LABELS cli)
+# inputs inside the bound whose scores overflow with YaRN's attention_factor = 1e6: the
+# case is refused, named, the one before it kept (metrics on, as the default study)
+rb_add_test(NAME dataset_file_error_scores_overflow COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "case yarn-x[0-9]+-L[0-9]+-full-file: head 0: the [a-z0-9_]+ kernel's attention scores overflowed \\(lse not finite in [0-9]+ of [0-9]+ rows\\)" --
+  ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini
+  --set study.datasets=file --set study.modes=full --set scaling.methods=none,yarn
+  --set scaling.attention_factor=1e6 --set file.path=${RB_DF_WORK}/big_qk.h5
+  -o ${RB_DF_WORK}/big_qk_out.h5)
+set_tests_properties(dataset_file_error_scores_overflow PROPERTIES
+  FIXTURES_REQUIRED rb_dataset_files LABELS cli PROCESSORS 2)
 # a float64 k at the end of a ~1,900-character path: the whole message, dataset and
 # reason (dataset_file.py make builds the same path)
 string(REPEAT "x" 50 _x)
