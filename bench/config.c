@@ -95,7 +95,9 @@ static int set_value(char **slot, const char *v)
 }
 
 #define ESC(s) rb_cli_esc((char[256]){""}, 256, (s))
-/* its first 24 characters, before "..." */
+/* a path, whole up to PATH_MAX (4095 bytes, a few escaped) */
+#define ESC_PATH(s) rb_cli_esc((char[4400]){""}, 4400, (s))
+/* its first 21 characters, then "..." when there are more (rb_cli_esc) */
 #define ESC_HEAD(s) rb_cli_esc((char[25]){""}, 25, (s))
 
 /* Whitespace, as the INI reader and --set trim it. */
@@ -328,7 +330,7 @@ static int parse_i64(const char *s, int i, int64_t lo, int64_t hi, int64_t *out,
 {
     char buf[64];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not an integer (too long)",
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not an integer (too long)",
                        KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf);
     long long v = 0;
@@ -348,7 +350,7 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
 {
     char buf[64];
     if (!fits(buf, sizeof buf, s))
-        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s...': not a number (too long)",
+        return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': not a number (too long)",
                        KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf), *end = NULL;
     /* strtod reads hexadecimal ("0x10" is 16); integer keys do not, nor do the docs */
@@ -358,6 +360,8 @@ static int parse_f64(const char *s, int i, double lo, double hi, double *out, ch
                        "(hexadecimal is not accepted)", KEYNAME(i), ESC(s));
     errno = 0;
     double v = strtod(t, &end);
+    if (*t && end && !*end && errno == ERANGE && isfinite(v) && v != 0.0)
+        errno = 0; /* a subnormal (1e-310): a double all the same, for the range below */
     if (*t && end && !*end && errno == ERANGE)
         return rb_errf(err, errlen, RB_EINVAL, "%s.%s = '%s': outside the range of a double "
                        "(overflow or underflow)", KEYNAME(i), ESC(s));
@@ -376,7 +380,7 @@ static int parse_bool(const char *s, int i, int *out, char *err, size_t errlen)
     char buf[16];
     if (!fits(buf, sizeof buf, s))
         return rb_errf(err, errlen, RB_EINVAL,
-                       "%s.%s = '%s...': not a boolean (true|false|yes|no|on|off|1|0)",
+                       "%s.%s = '%s': not a boolean (true|false|yes|no|on|off|1|0)",
                        KEYNAME(i), ESC_HEAD(s));
     char *t = trim(buf);
     for (char *p = t; *p; p++) *p = (char)tolower((unsigned char)*p);
@@ -782,7 +786,8 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         char *t = trim(b);
         if (!ok || (strcmp(t, "fp32") && strcmp(t, "bf16")))
             return rb_errf(err, errlen, RB_EINVAL,
-                           "study.dtype = '%s': unknown (choose from fp32, bf16)", ESC(t));
+                           "study.dtype = '%s': unknown (choose from fp32, bf16)",
+                           ok ? ESC(t) : ESC(V("study", "dtype")));
         snprintf(c->dtype, sizeof c->dtype, "%s", t);
     }
     {
@@ -845,6 +850,9 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     if ((rc = parse_f64(V("needle", "strength"), K("needle", "strength"), -1e6, 1e6,
                         &c->needle_strength, err, errlen)))
         return rc;
+    if (c->needle_strength == 0.0) /* (-0 too) */
+        return rb_errf(err, errlen, RB_EINVAL, "needle.strength = 0: a needle of strength 0 "
+                       "is an all-zero key, which no query can find; give a nonzero scale");
     for (int k = 0; k < c->n_datasets; k++)
         if (c->datasets[k] == RB_DATA_NEEDLE && c->n_needles == 0)
             return rb_errf(err, errlen, RB_EINVAL,
@@ -908,11 +916,11 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
             return rb_errf(err, errlen, RB_EINVAL,
                            "file.path: empty, but study.datasets includes file");
         if (uses_file && (stat(pth, &st) != 0 || access(pth, R_OK) != 0))
-            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': cannot read: %s", ESC(pth),
-                           strerror(errno));
+            return rb_errf(err, errlen, RB_EIO, "file.path = '%s': cannot read: %s",
+                           ESC_PATH(pth), strerror(errno));
         if (uses_file && !S_ISREG(st.st_mode))
             return rb_errf(err, errlen, RB_EIO, "file.path = '%s': not a regular file",
-                           ESC(pth));
+                           ESC_PATH(pth));
     }
 #undef K
 #undef V
@@ -1310,7 +1318,7 @@ int rb_config_load_ex(rb_config *cfg, const char *path, char *const *sets, int n
                                                                : -1;
         if (i < 0 && (sl >= (int)sizeof sec || kl >= (int)sizeof key)) {
             rc = rb_errf(err, errlen, RB_EINVAL,
-                         "--set '%s...': unknown key (name too long)", ESC_HEAD(a));
+                         "--set '%s': unknown key (name too long)", ESC_HEAD(a));
             goto cleanup;
         }
         if (i < 0) {

@@ -122,9 +122,11 @@ const char *rb_cli_shortest(char *buf, size_t n, double x)
 /* rb_cli_esc: see rb_bench.h. */
 const char *rb_cli_esc(char *buf, size_t n, const char *s)
 {
-    size_t o = 0;
-    for (; s && *s; s++) {
-        const unsigned char ch = (unsigned char)*s;
+    size_t o = 0, keep = 0; /* keep: the end of the last whole character with room after
+                             * it for "..." */
+    const char *p = s;
+    for (; p && *p; p++) {
+        const unsigned char ch = (unsigned char)*p;
         char e[8] = {(char)ch, '\0'};
         if (ch == '\n' || ch == '\t' || ch == '\r')
             snprintf(e, sizeof e, "\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
@@ -134,6 +136,13 @@ const char *rb_cli_esc(char *buf, size_t n, const char *s)
         if (o + l >= n) break;
         memcpy(buf + o, e, l);
         o += l;
+        if (((unsigned char)p[1] & 0xC0) != 0x80 && o + 3 < n) /* (not inside UTF-8) */
+            keep = o;
+    }
+    if (p && *p && n >= 4) { /* cut: said, so that a shorter text is not taken for it */
+        o = keep;
+        memcpy(buf + o, "...", 3);
+        o += 3;
     }
     if (n) buf[o] = '\0';
     return buf;

@@ -287,7 +287,8 @@ int rb_cli_same_file(const char *a, const char *b);
 
 /* rb_cli_esc: s copied into buf[n] with its control characters escaped (\n, \t, \r,
  * \xHH), so that user text echoed in an error keeps the message on one line; what does
- * not fit is left off at a whole character. Returns buf. RB_ESC(s) does it into a
+ * not fit is left off at a whole character (escape or UTF-8), and "..." says so (when n
+ * >= 4). Returns buf. RB_ESC(s) does it into a
  * 256-byte buffer that lives for the statement. */
 const char *rb_cli_esc(char *buf, size_t n, const char *s);
 #define RB_ESC(s) rb_cli_esc((char[256]){""}, 256, (s))

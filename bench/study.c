@@ -350,14 +350,17 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Probe positions of a case: min(probe_rows, L) distinct log-spaced positions in
- * [0, L-1], user positions and needle queries; sorted, unique. Row i of the P
+/* Probe positions of a case of dataset `kind`: min(probe_rows, L) distinct log-spaced
+ * positions in [0, L-1], user positions and, for the needle dataset only, its needle
+ * queries (so that another dataset's case has the same rows whether or not the study
+ * also lists needle: until 2026-12-03 every dataset's had them then); sorted, unique. Row i of the P
  * log-spaced ones is round(L^(i/(P-1))) - 1, raised to one past row i-1 where that
  * would repeat it and lowered to L - P + i so that every later row still fits: at
  * 1M tokens and P = 512 the first ~100 rows are the positions 0, 1, 2, ... (where
  * log spacing is finer than one token), the rest log-spaced to L - 1. Returns the
  * count; *out is malloc'd. */
-static int64_t probe_positions(const rb_config *c, int64_t L, int64_t **out)
+static int64_t probe_positions(const rb_config *c, int64_t L, rb_dataset_kind kind,
+                               int64_t **out)
 {
     int64_t cap = c->probe_rows + c->n_probe_positions + c->n_needles + 1, n = 0;
     int64_t *p = malloc((size_t)cap * sizeof *p);
@@ -372,9 +375,7 @@ static int64_t probe_positions(const rb_config *c, int64_t L, int64_t **out)
     }
     for (int i = 0; i < c->n_probe_positions; i++)
         p[n++] = resolve_pos(c->probe_positions[i], L);
-    int needle = 0;
-    for (int i = 0; i < c->n_datasets; i++) needle |= c->datasets[i] == RB_DATA_NEEDLE;
-    for (int i = 0; needle && i < c->n_needles; i++)
+    for (int i = 0; kind == RB_DATA_NEEDLE && i < c->n_needles; i++)
         p[n++] = resolve_pos(c->needle_queries[i], L);
     qsort(p, (size_t)n, sizeof *p, cmp_i64);
     int64_t m = 0;
@@ -643,7 +644,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
     int64_t want_rows = L; /* the rows a finished case of this length and mode has */
     if (r->resume && mode == RB_MODE_PROBE) {
         int64_t *pp = NULL;
-        want_rows = probe_positions(c, L, &pp);
+        want_rows = probe_positions(c, L, kind, &pp);
         free(pp);
         if (want_rows < 0) {
             rc = rb_errf(e, el, RB_ENOMEM, "out of memory");
@@ -701,7 +702,7 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         qpos = pos;
         nq = n;
     } else {
-        nq = probe_positions(c, L, &qpos);
+        nq = probe_positions(c, L, kind, &qpos);
         if (nq < 0) goto nomem;
     }
 
@@ -1471,7 +1472,8 @@ static void print_cases(const rb_config *c, int nranks)
         const rb_case_ref x = study_case(c, i);
         char name[160];
         int64_t *pp = NULL;
-        int64_t rows = x.mode == RB_MODE_FULL ? x.L : probe_positions(c, x.L, &pp);
+        int64_t rows =
+            x.mode == RB_MODE_FULL ? x.L : probe_positions(c, x.L, x.kind, &pp);
         free(pp);
         case_name(name, sizeof name, c, x.mi, x.L, x.mode, x.kind);
         printf("# %-44s %10lld %10.1f\n", name, (long long)rows,

@@ -37,6 +37,20 @@ rb_cli_error(unknown_section 2 "unknown section \\[modle\\]" ${R} -c ${RB_WORK}/
 rb_cli_error(key_twice 2 "model.head_dim given twice" ${R} -c ${RB_WORK}/twice.ini)
 rb_cli_error(syntax 2 "syntax.ini:3: syntax error" ${R} -c ${RB_WORK}/syntax.ini)
 rb_cli_error(value_line 2 "value_line.ini:3: model.head_dim = 65: must be even" ${R} -c ${RB_WORK}/value_line.ini)
+# a file.path of ~420 characters is named whole (it was cut at 255, without a word);
+# a value too long to show whole ends with "..."; a subnormal double (1e-310, which
+# strtod flags as underflow) is a number like any other
+string(REPEAT "d" 100 _d100)
+rb_cli_error(file_path_long 2 "file.path = '/nonexistent/${_d100}/${_d100}/${_d100}/${_d100}/x\\.h5': cannot read"
+  ${R} --set study.datasets=file --set file.path=/nonexistent/${_d100}/${_d100}/${_d100}/${_d100}/x.h5)
+string(REPEAT "x" 300 _x300)
+rb_cli_error(value_cut_marked 2 "study\\.dtype = 'x+\\.\\.\\.': unknown \\(choose from fp32, bf16\\)"
+  ${R} --set study.dtype=${_x300})
+rb_cli_error(needle_strength_zero 2 "needle\\.strength = 0: a needle of strength 0 is an all-zero key"
+  ${R} --set needle.strength=0)
+rb_add_test(NAME cli_subnormal_value COMMAND ${R} --set study.datasets=spectral
+  --set spectral.coherence=1e-310)
+set_tests_properties(cli_subnormal_value PROPERTIES LABELS "cli")
 rb_cli_error(syntax_first 2 "syntax_first.ini:2: syntax error" ${R} -c ${RB_WORK}/syntax_first.ini)
 rb_cli_error(unterminated 2 "unterminated.ini:1: section header without its closing" ${R} -c ${RB_WORK}/unterminated.ini)
 rb_cli_error(no_section 2 "no_section.ini:1: key head_dim before any \\[section\\]" ${R} -c ${RB_WORK}/no_section.ini)
@@ -384,6 +398,11 @@ set_property(TEST e2e_write_failure APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=re
 rb_add_test(NAME e2e_progress_line COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/progress_line.py
   ${RB_WORK}/progress ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
 set_tests_properties(e2e_progress_line PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 300)
+# a probe case's rows: the gaussian case's the same with and without needle in the study,
+# the needle case's those plus its queries (recomputed from docs/config.md's rule)
+rb_add_test(NAME e2e_probe_rows COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/probe_rows.py
+  ${RB_WORK}/probe-rows ${RB_EXE} ${RB_SMALL} -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_probe_rows PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 300)
 # the report's Regenerate section, run as printed, gives the same results
 rb_add_test(NAME e2e_regenerate COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/regenerate.py
   ${RB_WORK}/regenerate ${RB_EXE} ${RB_WORK}/small_np1.h5 ${PROJECT_SOURCE_DIR})
