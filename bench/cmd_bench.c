@@ -231,7 +231,11 @@ static int parse_threads(const char *s, bench_opts *o)
         else if (parse_count("--threads", t, 0, 1024, &n))
             return -1;
         if (n > 1024) {
-            fprintf(stderr, "ropebench: bench: --threads %d: at most 1024\n", n);
+            if (is_all)
+                fprintf(stderr, "ropebench: bench: --threads all: OpenMP's default here is "
+                                "%d threads (OMP_NUM_THREADS or the CPUs), at most 1024\n", n);
+            else
+                fprintf(stderr, "ropebench: bench: --threads %d: at most 1024\n", n);
             return -1;
         }
         if (n > limit) {
@@ -464,7 +468,8 @@ static void print_table(FILE *f, const bench_row *rows, int n)
         char gb[16];
         if (isnan(r->gbps)) snprintf(gb, sizeof gb, "-");
         else snprintf(gb, sizeof gb, "%.2f", r->gbps);
-        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5f %11.5f %11.5f %6.2f %10.2f %8s "
+        /* seconds in 5 significant digits (a row of a few microseconds read 0.00000) */
+        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5g %11.5g %11.5g %6.2f %10.2f %8s "
                    "%12.1f %10.2f %8.3f\n",
                 r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len, r->threads,
                 r->reps, r->median_s, r->min_s, r->max_s, 100 * r->cv, r->gflops, gb,
@@ -563,11 +568,42 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
                 pk->triad_bytes, i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
-    if (fflush(f) || ferror(f)) {
-        fprintf(stderr, "ropebench: bench: --json %s: write failed\n", path);
-        return -1;
-    }
+    (void)path;
     return 0;
+}
+
+/* write_json_file: the rows as JSON (write_json) into path.tmp-<pid> beside path, renamed
+ * over path only when whole: a write that fails (a full disk, a file-size limit) leaves
+ * an earlier file at path as it was (a symbolic link at path is replaced, not
+ * followed), says so in one line with the cause, and returns -1. */
+static int write_json_file(const char *path, const bench_row *rows, int n,
+                           const bench_peaks *pk)
+{
+    char tmp[4200]; /* (PATH_MAX 4096 and the suffix) */
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int e = errno, bad = !f;
+    if (f) {
+        errno = 0;
+        write_json(path, rows, n, pk, f);
+        bad = fflush(f) != 0 || ferror(f);
+        e = errno;
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            e = errno;
+        }
+        if (!bad && rename(tmp, path) != 0) {
+            bad = 1;
+            e = errno;
+        }
+        if (bad)
+            unlink(tmp);
+    }
+    if (bad)
+        fprintf(stderr, "ropebench: bench: --json %s: cannot write: %s (an earlier file "
+                        "there, if any, is left as it was)\n",
+                path, e ? strerror(e) : "write error");
+    return bad ? -1 : 0;
 }
 
 /* bench_check_json: whether --json may write path: not the -o file (out may be NULL),
@@ -683,9 +719,9 @@ cleanup:
  * the superblock to point at metadata that could not be written, and an existing
  * results file would no longer open (the same reason as a failed `ropebench run`, see
  * docs/results-format.md); the caller then exits without MPI_Finalize, where HDF5 would
- * close it. */
+ * close it. *created: set when path did not exist (or was empty) and this call made it. */
 static int write_h5(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
-                    const bench_opts *o, char *err, size_t el, int *abandoned)
+                    const bench_opts *o, char *err, size_t el, int *abandoned, int *created)
 {
     rb_results *res = NULL;
     int rc = 0;
@@ -715,6 +751,7 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     } else {
         /* a new (or empty) file gets the root attributes of a results file, so that
          * `ropebench report` and other readers accept it (docs/results-format.md) */
+        *created = 1;
         if ((rc = rb_results_create(&res, path, MPI_COMM_WORLD, err, el)) ||
             (rc = rb_results_attr_str(res, "/", "format", "ropebench", err, el)) ||
             (rc = rb_results_attr_i64(res, "/", "format_version", 1, err, el)) ||
@@ -956,8 +993,14 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     int64_t *pos = NULL, *qpos = NULL;
     double *state = NULL, inv_freq[64];
     /* rows in order: causal, probe, rope */
+    int n_rope_fns = 1; /* the reference, and a fast variant where this CPU has one */
+    for (int kk = 0; kk < o->n_kernels && n_rope_fns == 1; kk++)
+        n_rope_fns += o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply;
+    if (n_rope_fns == 1 && rb_kernels_rope_fast(NULL) != rb_rope_apply)
+        n_rope_fns = 2;
     int total = o->n_kernels * nH * nL * o->n_threads +
-                (o->do_probe ? o->n_kernels * o->n_threads : 0) + (o->do_rope ? 2 * o->n_threads : 0);
+                (o->do_probe ? o->n_kernels * o->n_threads : 0) +
+                (o->do_rope ? n_rope_fns * o->n_threads : 0);
     int idx = 0;
 
     /* causal tiles */
@@ -1025,7 +1068,11 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
-                    if ((rc = measure(o, &f, r)) || (rc = probe_profile(&f, r))) break;
+                    /* (the breakdown's timers are in the AVX-512 kernels alone: no
+                     * untimed extra call of the others) */
+                    if ((rc = measure(o, &f, r)) ||
+                        (!strncmp(r->kernel, "avx512", 6) && (rc = probe_profile(&f, r))))
+                        break;
                     r->gflops = 4.0 * d * visible / r->median_s * 1e-9;
                     r->gbps = 2.0 * (double)n_keys * d * sizeof(float) / r->median_s * 1e-9;
                     row_peaks(pk, o, r);
@@ -1047,18 +1094,20 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
         const int d = 128;
         rb_rope_apply_fn fns[2] = {rb_rope_apply, NULL};
         const char *names[2] = {"ref", NULL};
+        /* the fast row is named by its own variant (rb_kernels_rope_fast's name), not by
+         * the kernel that brought it: avx512 and avx512_bf16 share one, and a comparison
+         * matches rows by name */
+        const char *fast_name = NULL;
+        const rb_rope_apply_fn fast = rb_kernels_rope_fast(&fast_name);
         for (int kk = 0; kk < o->n_kernels && !fns[1]; kk++)
             if (o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply) {
                 fns[1] = o->kernels[kk].rope;
-                names[1] = o->kernels[kk].name;
+                names[1] = fns[1] == fast ? fast_name : o->kernels[kk].name;
             }
-        if (!fns[1]) { /* no measured kernel brings one: this CPU's fastest, if not ref */
-            const char *fn = NULL;
-            const rb_rope_apply_fn f = rb_kernels_rope_fast(&fn);
-            if (f != rb_rope_apply) {
-                fns[1] = f;
-                names[1] = fn;
-            }
+        if (!fns[1] && fast != rb_rope_apply) { /* no measured kernel brings one: this
+                                                 * CPU's fastest, if not ref */
+            fns[1] = fast;
+            names[1] = fast_name;
         }
         k = rb_kernels_alloc((size_t)n_rope * d * sizeof *k);
         pos = malloc((size_t)n_rope * sizeof *pos);
@@ -1118,7 +1167,6 @@ int rb_cmd_bench(int argc, char **argv)
     o.do_causal = o.do_probe = o.do_rope = 1;
     int64_t dims64[MAX_SHAPES];
     int code = 0, opt, mpi_up = 0, warm_given = 0;
-    FILE *jf = NULL;
     row_list rl = {NULL, 0, 0};
     char err[512], missing[128] = "";
     bench_peaks pk = {.tiles1 = -1, .dpbf16 = -1};
@@ -1320,18 +1368,19 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
     }
-    /* after -o's checks, so that a refused -o leaves no empty --json file; opened
-     * without truncating, so that an existing file keeps its content until the rows
-     * are measured (write_json's caller truncates it then) */
+    /* after -o's checks, so that a refused -o leaves no empty --json file: that it can
+     * be written is checked before any measurement (opened without truncating: an
+     * existing file keeps its content; write_json_file replaces it once the rows are
+     * measured) */
     if (o.json) {
         const int fd = open(o.json, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-        if (fd < 0 || !(jf = fdopen(fd, "w"))) {
+        if (fd < 0) {
             fprintf(stderr, "ropebench: bench: --json %s: cannot open for writing: %s\n",
                     o.json, strerror(errno));
-            if (fd >= 0) close(fd);
             code = RB_EXIT_USAGE;
             goto cleanup;
         }
+        close(fd);
     }
     /* peaks first, so that every row can be given as a fraction of them */
     {
@@ -1453,17 +1502,10 @@ int rb_cmd_bench(int argc, char **argv)
         print_breakdown(stdout, rl.rows, rl.n);
         fflush(stdout);
     }
-    if (jf && (fflush(jf) || ftruncate(fileno(jf), 0))) {
-        fprintf(stderr, "ropebench: bench: --json %s: cannot truncate: %s\n", o.json,
-                strerror(errno));
+    /* (a JSON that cannot be written does not keep the rows from -o) */
+    if (o.json && write_json_file(o.json, rl.rows, rl.n, &pk))
         code = RB_EXIT_FAIL;
-        goto cleanup;
-    }
-    if (jf && write_json(o.json, rl.rows, rl.n, &pk, jf)) {
-        code = RB_EXIT_FAIL;
-        goto cleanup;
-    }
-    int abandoned = 0, wrc = 0;
+    int abandoned = 0, created = 0, wrc = 0;
     if (o.out) {
         rb_cli_fsize_hook_env("ROPEBENCH_TEST_FSIZE_LIMIT_AT_WRITE"); /* tests only */
         /* -o may be a results file with a study's cases: a stop signal waits until
@@ -1472,7 +1514,7 @@ int rb_cmd_bench(int argc, char **argv)
         rb_cli_defer_install();
         rb_cli_defer_begin();
         rb_cli_test_hold_in_write(1);
-        wrc = write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned);
+        wrc = write_h5(o.out, rl.rows, rl.n, &pk, &o, err, sizeof err, &abandoned, &created);
         const int held = rb_cli_defer_end();
         if (held && wrc == 0) {
             fprintf(stderr, "ropebench: bench: interrupted after writing %s\n", o.out);
@@ -1484,9 +1526,12 @@ int rb_cmd_bench(int argc, char **argv)
         code = RB_EXIT_FAIL;
         if (abandoned) {
             rb_cli_space_hint(o.out);
-            fprintf(stderr, "ropebench: bench: %s was not closed after the failed write, so "
-                            "it still holds what it held before\n", o.out);
-            if (jf) fclose(jf);
+            if (created && unlink(o.out) == 0) /* (a fragment no reader would take) */
+                fprintf(stderr, "ropebench: bench: %s was new: what this run had written of "
+                                "it is removed\n", o.out);
+            else
+                fprintf(stderr, "ropebench: bench: %s was not closed after the failed write, "
+                                "so it still holds what it held before\n", o.out);
             fflush(stdout);
             fflush(stderr);
             _exit(RB_EXIT_FAIL);
@@ -1494,10 +1539,6 @@ int rb_cmd_bench(int argc, char **argv)
         goto cleanup;
     }
 cleanup:
-    if (jf && fclose(jf) && !code) {
-        fprintf(stderr, "ropebench: bench: --json %s: write failed\n", o.json);
-        code = RB_EXIT_FAIL;
-    }
     free(rl.rows);
     if (mpi_up) MPI_Finalize();
     return code;

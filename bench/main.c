@@ -545,20 +545,35 @@ int main(int argc, char **argv)
         return RB_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    int rc;
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
         printf("%s\n", rb_version_string());
-        return 0;
-    }
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        rc = 0;
+    } else if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
-        return 0;
+        rc = 0;
+    } else if (!strcmp(cmd, "run"))
+        rc = rb_cmd_run(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "report"))
+        rc = rb_cmd_report(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "freqs"))
+        rc = rb_cmd_freqs(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "info"))
+        rc = rb_cmd_info(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "bench"))
+        rc = rb_cmd_bench(argc - 1, argv + 1);
+    else {
+        fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info, "
+                        "bench)\n", RB_ESC(cmd));
+        return RB_EXIT_USAGE;
     }
-    if (!strcmp(cmd, "run")) return rb_cmd_run(argc - 1, argv + 1);
-    if (!strcmp(cmd, "report")) return rb_cmd_report(argc - 1, argv + 1);
-    if (!strcmp(cmd, "freqs")) return rb_cmd_freqs(argc - 1, argv + 1);
-    if (!strcmp(cmd, "info")) return rb_cmd_info(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return rb_cmd_bench(argc - 1, argv + 1);
-    fprintf(stderr, "ropebench: unknown command '%s' (commands: run, report, freqs, info, bench)\n",
-            RB_ESC(cmd));
-    return RB_EXIT_USAGE;
+    /* what a command printed (bench's and freqs' tables, info, the paths written) must
+     * have reached its reader: a full disk or a closed pipe is a failure, not exit 0 */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "ropebench: %s: cannot write to standard output: %s\n", RB_ESC(cmd),
+                errno ? strerror(errno) : "write error");
+        return rc ? rc : RB_EXIT_FAIL;
+    }
+    return rc;
 }

@@ -85,6 +85,18 @@ rb_add_test(NAME bench.lengths_suffix COMMAND ${B} --quick --only causal --kerne
   --threads 1 --head-dims 16 --lengths 1K LABELS "bench;cli")
 set_tests_properties(bench.lengths_suffix PROPERTIES
   PASS_REGULAR_EXPRESSION "ref +fp32 +causal +16 +1024 +1 ")
+# the fast RoPE row is named by its own variant, avx512, also when only avx512_bf16 (which
+# brings the same RoPE) is listed: a comparison matches rows by name (skipped, 77, on a
+# CPU without AVX512_BF16); and a row of microseconds keeps its digits (%g, not 0.00000)
+rb_add_test(NAME bench.rope_fast_name COMMAND sh -c
+  "grep -qw avx512_bf16 /proc/cpuinfo || exit 77; out=$(${B} --quick --only rope --kernels avx512_bf16 --threads 1) || exit 1; echo \"$out\" | grep -Eq '^  avx512 +fp32 +rope ' && ! echo \"$out\" | grep -Eq 'avx512_bf16 +fp32 +rope'"
+  LABELS "bench;cli")
+set_tests_properties(bench.rope_fast_name PROPERTIES SKIP_RETURN_CODE 77)
+rb_add_test(NAME bench.seconds_digits COMMAND ${B} --quick --only causal --kernels ref
+  --threads 1 --head-dims 2 --lengths 16 LABELS "bench;cli")
+set_tests_properties(bench.seconds_digits PROPERTIES
+  PASS_REGULAR_EXPRESSION "ref +fp32 +causal +2 +16 +1 +1 +[0-9.]+e-0[4-7] "
+  FAIL_REGULAR_EXPRESSION " 0\\.00000 ")
 rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
   ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
 rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"

@@ -48,6 +48,9 @@ rb_cli_error(value_cut_marked 2 "study\\.dtype = 'x+\\.\\.\\.': unknown \\(choos
   ${R} --set study.dtype=${_x300})
 rb_cli_error(needle_strength_zero 2 "needle\\.strength = 0: a needle of strength 0 is an all-zero key"
   ${R} --set needle.strength=0)
+# output that cannot reach its reader (a full disk) is a failure, named, not exit 0
+rb_cli_error(stdout_full 1 "ropebench: freqs: cannot write to standard output: No space left on device"
+  sh -c "exec ${RB_EXE} freqs --method yarn > /dev/full")
 rb_add_test(NAME cli_subnormal_value COMMAND ${R} --set study.datasets=spectral
   --set spectral.coherence=1e-310)
 set_tests_properties(cli_subnormal_value PROPERTIES LABELS "cli")

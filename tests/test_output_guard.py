@@ -379,6 +379,23 @@ def main():
            r"--json .*study\.ini: an existing file that is not JSON")
     if digest(ini) != before:
         failed.append("bench --json changed the INI file it refused")
+    # a JSON that cannot be written whole (a file-size limit of 0) leaves the earlier
+    # JSON as it was, names the cause, and exits 1 (it was cut and half rewritten)
+    js = os.path.join(work, "rows.json")
+    bench_js = [exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "--threads",
+                "1", "--json", js]
+    expect("bench --json a first time", bench_js, 0, None)
+    before = digest(js)
+    p = subprocess.run(bench_js, capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    left = [x for x in os.listdir(work) if x.startswith("rows.json.tmp-")]
+    if p.returncode != 1 or digest(js) != before or left or not re.search(
+            r"--json .*rows\.json: cannot write: File too large \(an earlier file there, if "
+            r"any, is left as it was\)", p.stderr):
+        failed.append(f"bench --json under a file-size limit: exit {p.returncode}, "
+                      f"{p.stderr[-300:]!r}, changed {digest(js) != before}, left {left}")
+    else:
+        print("ok   bench --json under a file-size limit: the earlier JSON as it was")
     # the report names the study's cases the stopped run never began
     rep_mixed = os.path.join(work, "rep-mixed")
     expect("report a stopped run", [exe, "report", mixed, "-o", rep_mixed], 0, None)
