@@ -274,6 +274,23 @@ static int agree_refusal(int failed, const char *err, MPI_Comm comm)
     return 1;
 }
 
+/* agree_alloc: collective over r->comm: whether every rank's allocations for `what`
+ * succeeded (ok). Where some rank's failed, every rank returns RB_ENOMEM with r->err
+ * saying so ("out of memory (what)" on the lowest rank that failed, "... on rank K"
+ * elsewhere, so that rank 0's line names it): all ranks leave together instead of the
+ * others waiting in the next collective for one that has gone (a hang). */
+static int agree_alloc(rb_run *r, int ok, const char *what)
+{
+    int mine = ok ? INT_MAX : r->rank, lowest = INT_MAX;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, r->comm);
+    if (lowest == INT_MAX)
+        return RB_OK;
+    if (lowest == r->rank)
+        return rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (%s)", what);
+    return rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory on rank %d (%s)", lowest,
+                   what);
+}
+
 /* refuse_early: a check before MPI_Init failed with the line in err. Alone (no launcher,
  * or one rank), rank 0 prints it; under a launcher of 2+ ranks MPI is started (*mpi_up
  * set, so the caller's cleanup finalizes it) and agree_refusal meets the other ranks,
@@ -580,10 +597,8 @@ static int write_timing(rb_run *r, const char *g, const rb_timing *t, double set
     all = malloc(sizeof(double) * NT * (size_t)r->nranks);
     col = malloc(sizeof(double) * (size_t)r->nranks);
     icol = malloc(sizeof(int64_t) * (size_t)r->nranks);
-    if (!all || !col || !icol) {
-        rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (timings)");
+    if ((rc = agree_alloc(r, all && col && icol, "timings")))
         goto cleanup;
-    }
     MPI_Gather(mine, NT, MPI_DOUBLE, all, NT, MPI_DOUBLE, 0, r->comm);
     if (r->rank == 0 && r->peak_sum[0] > 0) {
         double slowest = 0;
@@ -694,35 +709,48 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
 
     dataset_for(c, kind, L, &ds);
     TRY(rb_dataset_open(&src, &ds, r->comm, H, L, e, el)); /* collective (file) */
-    pos = malloc((size_t)n * sizeof *pos);
-    if (!pos) goto nomem;
-    for (int64_t i = 0; i < n; i++)
+    /* the case's arrays; a rank that cannot have them says so to the others before the
+     * next collective (agree_alloc) */
+    int ok = (pos = malloc((size_t)n * sizeof *pos)) != NULL;
+    for (int64_t i = 0; ok && i < n; i++)
         pos[i] = rb_shard_global(c->shard_layout, L, r->nranks, r->rank, i);
     if (mode == RB_MODE_FULL) {
         qpos = pos;
         nq = n;
-    } else {
-        nq = probe_positions(c, L, kind, &qpos);
-        if (nq < 0) goto nomem;
+    } else if (ok && (nq = probe_positions(c, L, kind, &qpos)) < 0) {
+        ok = 0;
+        nq = 0;
     }
 
     /* generate this rank's pre-RoPE data, every head */
     double t0 = MPI_Wtime();
-    kpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
-    vpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
-    qpre = rb_kernels_alloc((size_t)H * (size_t)nq * row * sizeof(float));
-    qrot = rb_kernels_alloc((size_t)nq * row * sizeof(float));
-    krot = rb_kernels_alloc((size_t)n * row * sizeof(float));
-    state = malloc((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
-    lse = malloc((size_t)H * (size_t)nq * sizeof(double));
-    ent = malloc((size_t)H * (size_t)nq * sizeof(double));
-    entn = malloc((size_t)H * (size_t)nq * sizeof(double));
-    if (!kpre || !vpre || !qpre || !qrot || !krot || !state || !lse || !ent || !entn)
-        goto nomem;
-    if (r->dump) {
+    if (ok) {
+        kpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
+        vpre = rb_kernels_alloc((size_t)H * (size_t)n * row * sizeof(float));
+        qpre = rb_kernels_alloc((size_t)H * (size_t)nq * row * sizeof(float));
+        qrot = rb_kernels_alloc((size_t)nq * row * sizeof(float));
+        krot = rb_kernels_alloc((size_t)n * row * sizeof(float));
+        state = malloc((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
+        lse = malloc((size_t)H * (size_t)nq * sizeof(double));
+        ent = malloc((size_t)H * (size_t)nq * sizeof(double));
+        entn = malloc((size_t)H * (size_t)nq * sizeof(double));
+        ok = kpre && vpre && qpre && qrot && krot && state && lse && ent && entn;
+    }
+    if (ok && r->dump) {
         outs = malloc((size_t)H * (size_t)nq * row * sizeof(float));
         outd = malloc((size_t)nq * row * sizeof(double));
-        if (!outs || !outd) goto nomem;
+        ok = outs && outd;
+    }
+    {
+        /* test hook: ROPEBENCH_TEST_ALLOC_FAIL_RANK=K, rank K's arrays count as not
+         * allocated (an out-of-memory on one rank, which once hung the others) */
+        const char *af = getenv("ROPEBENCH_TEST_ALLOC_FAIL_RANK");
+        if (af && *af && atoi(af) == r->rank)
+            ok = 0;
+        char what[64];
+        snprintf(what, sizeof what, "a case of %lld tokens", (long long)L);
+        if ((rc = agree_alloc(r, ok, what)))
+            goto cleanup;
     }
     for (int h = 0; h < H; h++) {
         size_t off = (size_t)h * (size_t)n * row;
@@ -764,9 +792,14 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         rb_timing tsum = {0}, t;
         double setup_s = 0, metrics_s = 0;
         rb_case_metrics *cm = NULL;
-        if (c->metrics_enabled)
-            TRY(rb_metrics_begin(&cm, c, mode, L, H, nq, qpos, &ds, inv_base, inv_freq,
-                                 info.attention_factor, scale, e, el));
+        if (c->metrics_enabled) { /* (its only failure: memory; agreed as the arrays') */
+            const int mrc = rb_metrics_begin(&cm, c, mode, L, H, nq, qpos, &ds, inv_base,
+                                             inv_freq, info.attention_factor, scale, e, el);
+            if ((rc = agree_alloc(r, mrc == RB_OK, "the case's metrics"))) {
+                rb_metrics_free(cm);
+                goto cleanup;
+            }
+        }
         for (int h = 0; h < H; h++) {
             double ts = MPI_Wtime();
             memcpy(qrot, qpre + (size_t)h * nq * row, (size_t)nq * row * sizeof(float));
@@ -905,7 +938,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             float *qd = mode == RB_MODE_FULL ? qpre : NULL;
             if (!qd) {
                 qd = malloc((size_t)H * (size_t)n * row * sizeof(float));
-                if (!qd) goto nomem;
+                if ((rc = agree_alloc(r, qd != NULL, "the dumped inputs")))
+                    goto cleanup; /* (all ranks: the reads below are collective) */
                 for (int h = 0; h < H && rc == RB_OK; h++)
                     rc = rb_dataset_read(src, RB_TENSOR_Q, h, pos, n,
                                          qd + (size_t)h * n * row, e, el);
@@ -970,10 +1004,6 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
             MPI_Abort(r->comm, 3);
         }
     }
-    goto cleanup;
-nomem:
-    rc = rb_errf(e, el, RB_ENOMEM, "out of memory for a case of %lld tokens",
-                 (long long)L);
 cleanup:
     (void)rb_cli_defer_end(); /* a window an error left open (the run ends) */
     rb_dataset_close(src);

@@ -143,7 +143,8 @@ void rb_state_merge_f32(double *state, int64_t row0, int64_t nrows, int d, const
                         size_t acc_stride);
 
 /* rb_state_finalize: per row, lse (may be NULL), entropy (NULL ok) and out[d]
- * (NULL ok). A row that saw no key gets lse = -inf, entropy = 0, out = 0. */
+ * (NULL ok). A row that saw no key (m = -inf) gets lse = -inf, entropy = 0, out = 0; a
+ * NaN state gives NaN lse and entropy (not taken for a row that saw no key). */
 void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
                        double *entropy, double *out);
 

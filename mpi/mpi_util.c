@@ -28,7 +28,7 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
         return rb_mpi_fail(err, errlen, mrc, what);
     if (all < 0 && rc == 0)
         return rb_errf(err, errlen, all, "%s: failed on another rank (code %d)", what, all);
-    return all < 0 ? rc : 0;
+    return all < 0 ? all : 0; /* (the same code on every rank; each keeps its message) */
 }
 
 /* Contract in rb_mpi.h. */

@@ -486,6 +486,14 @@ static void test_merge_edges(void)
               !isnan(H[0]),
           "merge(m=-1e4, m=+1e4): m=%g l=%.17g H=%.17g out0=%.17g", y[0], y[1], H[0],
           out[0]);
+    /* a NaN state (NaN scores) merged into a finite one stays NaN through finalize: not
+     * lse = -inf and entropy 0, which read as a row that saw no key */
+    double fin[5] = {2, 1, 0, 1, 1}, bad[5] = {NAN, NAN, NAN, NAN, NAN};
+    memcpy(y, fin, sizeof fin);
+    rb_state_merge(y, bad, 1, d);
+    rb_state_finalize(y, 1, d, lse, H, out);
+    check(isnan(lse[0]) && isnan(H[0]), "finalize(NaN state): lse=%g H=%g; want NaN, NaN",
+          lse[0], H[0]);
 }
 
 /* All keys identical: H = log n exactly up to rounding, out = mean of v. */

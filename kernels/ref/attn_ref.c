@@ -91,7 +91,10 @@ void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
     for (int64_t r = 0; r < n_rows; r++) {
         const double *st = state + (size_t)r * stride;
         const double m = st[0], l = st[1], u = st[2];
-        const int empty = (m == -INFINITY) || !(l > 0.0);
+        /* a row that saw no key; a NaN state (from NaN scores) is not one: its NaN goes
+         * on into lse and entropy, where the caller sees it, instead of reading as an
+         * empty row (lse -inf, entropy 0) */
+        const int empty = m == -INFINITY || l == 0.0;
         if (lse)
             lse[r] = empty ? -INFINITY : m + log(l);
         if (entropy)
