@@ -304,7 +304,7 @@ int rb_cmd_info(int argc, char **argv)
         fprintf(stderr, "ropebench: info: %s\n", err);
         code = RB_EXIT_USAGE;
     }
-    printf("%-22s %s\n", "ROPEBENCH_ISA", isa ? isa : "(unset)");
+    printf("%-22s %s\n", "ROPEBENCH_ISA", isa ? RB_ESC(isa) : "(unset)");
     char topo[256], bind[256];
     if (rb_topo_local_summary(topo, sizeof topo, bind, sizeof bind) == RB_OK) {
         printf("%-22s %s\n", "topology", topo);
