@@ -18,6 +18,12 @@ if ! [[ $1 =~ ^[1-9][0-9]{0,5}$ ]]; then
   exit 2
 fi
 n=$1; shift
+# --quiet hides mpirun's own "unable to launch" too (it exited 132, as if an illegal
+# instruction): a program that is not there is named here
+if ! command -v "$1" >/dev/null 2>&1; then
+  echo "mpirun.sh: '$1': no such program (build it first, or give its path)" >&2
+  exit 2
+fi
 flags=(--quiet)
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 flags+=(--oversubscribe)

@@ -6,6 +6,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(realpath -m "${1:-$root/out}")
 # the output directory first: a bad OUTDIR fails now, not after the build
 mkdir -p "$out" || { echo "quickstart: cannot create OUTDIR $out" >&2; exit 2; }
+[ -w "$out" ] && [ -x "$out" ] || { echo "quickstart: OUTDIR $out is not writable" >&2; exit 2; }
 "$root/scripts/setup.sh"
 cmake --preset default -S "$root" >/dev/null
 cmake --build "$root/build/default" -j"$(nproc)" --target ropebench

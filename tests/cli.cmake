@@ -48,9 +48,10 @@ rb_cli_error(value_cut_marked 2 "study\\.dtype = 'x+\\.\\.\\.': unknown \\(choos
   ${R} --set study.dtype=${_x300})
 rb_cli_error(needle_strength_zero 2 "needle\\.strength = 0: a needle of strength 0 is an all-zero key"
   ${R} --set needle.strength=0)
-# output that cannot reach its reader (a full disk) is a failure, named, not exit 0
+# output that cannot reach its reader (a full disk) is a failure, named, not exit 0 (the
+# path as sh's $0, so that one with blanks stays one word)
 rb_cli_error(stdout_full 1 "ropebench: freqs: cannot write to standard output: No space left on device"
-  sh -c "exec ${RB_EXE} freqs --method yarn > /dev/full")
+  sh -c "exec \"$0\" freqs --method yarn > /dev/full" ${RB_EXE})
 rb_add_test(NAME cli_subnormal_value COMMAND ${R} --set study.datasets=spectral
   --set spectral.coherence=1e-310)
 set_tests_properties(cli_subnormal_value PROPERTIES LABELS "cli")
@@ -324,9 +325,8 @@ rb_add_test(NAME e2e_large_logits COMMAND ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q
   --set study.probe_seq_lens=64 --set study.datasets=gaussian --set study.modes=probe
   --set scaling.methods=yarn --set scaling.attention_factor=40)
 set_tests_properties(e2e_large_logits PROPERTIES LABELS "cli" FIXTURES_SETUP large_logits)
-rb_add_test(NAME e2e_large_logits_finite COMMAND ${RB_PYTHON} -c
-  "import h5py, numpy as np, sys; g = h5py.File(sys.argv[1])['cases/yarn-x8-L64-probe-gaussian']; bad = [k for k in ('pair_share/share', 'decay/by_distance/mean_score', 'softmax_floor/ratio') if not np.all(np.isfinite(np.asarray(g[k])[np.asarray(g[k]) == np.asarray(g[k])]))]; print('non-finite:', bad) if bad else print('finite'); sys.exit(1 if bad else 0)"
-  ${RB_WORK}/large_logits.h5)
+rb_add_test(NAME e2e_large_logits_finite COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/large_logits_finite.py ${RB_WORK}/large_logits.h5)
 set_tests_properties(e2e_large_logits_finite PROPERTIES LABELS "cli" FIXTURES_REQUIRED large_logits)
 
 # smoke: help, version, info, freqs
@@ -436,9 +436,10 @@ endforeach()
 # a file-size limit below what MPI_Init needs for its own files: one line, exit 2,
 # before MPI starts (Open MPI's own failure inside MPI_Init was a page of PMIx errors)
 rb_cli_error(run_fsize_floor 2 "^ropebench: the file-size limit \\(ulimit -f\\) is 500 KiB: MPI's start-up"
-  bash -c "ulimit -f 500 && exec \"$0\" run -q -o ${RB_WORK}/fsize.h5" ${RB_EXE})
+  bash -c "ulimit -f 500 && exec \"$0\" run -q -o \"$1\"" ${RB_EXE} ${RB_WORK}/fsize.h5)
 rb_cli_error(bench_fsize_floor 2 "^ropebench: bench: the file-size limit \\(ulimit -f\\) is 500 KiB"
-  bash -c "ulimit -f 500 && exec \"$0\" bench --quick --only rope --kernels ref -o ${RB_WORK}/fsize-b.h5" ${RB_EXE})
+  bash -c "ulimit -f 500 && exec \"$0\" bench --quick --only rope --kernels ref -o \"$1\""
+  ${RB_EXE} ${RB_WORK}/fsize-b.h5)
 
 # single-valued options given twice: refused (the second would silently win)
 rb_cli_error(run_output_twice 2 "^ropebench: run: -o/--output given twice \\('a.h5', then 'b.h5'\\)$"

@@ -12,6 +12,7 @@ usage: regenerate.py WORKDIR ROPEBENCH RESULTS.h5 SOURCE_DIR
 import html
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -66,8 +67,11 @@ def main():
         failed.append("report.html lacks the run line")
     # run it as printed, from the report's folder (where study.ini is)
     out = os.path.join(work, "regenerated.h5")
-    cmd = line.replace("scripts/mpirun.sh", os.path.join(src, "scripts", "mpirun.sh"), 1) \
-              .replace("build/default/ropebench", exe, 1).replace("results.h5", out, 1)
+    # (quoted: a checkout path with blanks stays one word)
+    cmd = line.replace("scripts/mpirun.sh",
+                       shlex.quote(os.path.join(src, "scripts", "mpirun.sh")), 1) \
+              .replace("build/default/ropebench", shlex.quote(exe), 1) \
+              .replace("results.h5", shlex.quote(out), 1)
     r = subprocess.run(["bash", "-c", cmd], cwd=rep, capture_output=True, text=True,
                        timeout=600)
     if r.returncode != 0:
