@@ -19,7 +19,8 @@ struct rb_case_metrics {
     /* distance bins */
     int nbins;
     int64_t *edges;
-    /* pair norms for E[rho_j]: sums over rotated q rows and k rows, and counts */
+    /* pair norms for E[rho_j] (full mode): per head [H][np], sums over the rotated q rows
+     * and k rows, and the rows counted over all heads */
     double *qnorm_sum, *knorm_sum, nq_rows, nk_rows;
     /* probe metrics (probe mode) */
     int probe;
@@ -83,8 +84,8 @@ int rb_metrics_begin(rb_case_metrics **out, const rb_config *c, int mode, int64_
     m->inv = inv;
     m->probe = mode == RB_MODE_PROBE;
     m->edges = zalloc((size_t)c->metrics_distance_bins + 1, sizeof *m->edges);
-    m->qnorm_sum = zalloc((size_t)m->np, sizeof(double));
-    m->knorm_sum = zalloc((size_t)m->np, sizeof(double));
+    m->qnorm_sum = zalloc((size_t)H * (size_t)m->np, sizeof(double));
+    m->knorm_sum = zalloc((size_t)H * (size_t)m->np, sizeof(double));
     if (!m->edges || !m->qnorm_sum || !m->knorm_sum) goto nomem;
     m->nbins = rb_metrics_bins(L, c->metrics_distance_bins, m->edges);
     if (m->nbins < 0) {
@@ -333,8 +334,8 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     double *lf = NULL, *hf = NULL;
 
     if (!m->probe) {
-        add_pair_norms(qrot, m->nq, d, rd, c->layout, m->qnorm_sum);
-        add_pair_norms(krot, nk, d, rd, c->layout, m->knorm_sum);
+        add_pair_norms(qrot, m->nq, d, rd, c->layout, m->qnorm_sum + (size_t)h * m->np);
+        add_pair_norms(krot, nk, d, rd, c->layout, m->knorm_sum + (size_t)h * m->np);
         m->nq_rows += (double)m->nq;
         m->nk_rows += (double)nk;
         return RB_OK;
@@ -572,7 +573,8 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
 
     /* ---- 2. phase distance to the trained set, weights w_j = E[rho_j]: in probe mode
      * over the case's (probe row, visible key) pairs (rho_sum / pairs); in full mode,
-     * where no per-pair pass runs, E|q_j| E|k_j| over the rows (pair norms). */
+     * where no per-pair pass runs, the mean over heads of each head's E|q_j| E|k_j| over
+     * its rows (pair norms; a head's q never meets another head's k) */
     if (m->probe) {
         reduce(m->count, nb, MPI_SUM, comm);
         reduce(m->sum_s, nb, MPI_SUM, comm);
@@ -582,13 +584,20 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         for (int i = 0; i < nb; i++) pairs += m->count[i];
         for (int j = 0; j < np; j++) w[j] = pairs > 0 ? m->rho_sum[j] / pairs : 0;
     } else {
-        double qn = m->nq_rows, kn = m->nk_rows;
-        MPI_Allreduce(MPI_IN_PLACE, m->knorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
-        MPI_Allreduce(MPI_IN_PLACE, m->qnorm_sum, np, MPI_DOUBLE, MPI_SUM, comm);
+        double qn = m->nq_rows, kn = m->nk_rows; /* rows over all heads */
+        MPI_Allreduce(MPI_IN_PLACE, m->knorm_sum, H * np, MPI_DOUBLE, MPI_SUM, comm);
+        MPI_Allreduce(MPI_IN_PLACE, m->qnorm_sum, H * np, MPI_DOUBLE, MPI_SUM, comm);
         MPI_Allreduce(MPI_IN_PLACE, &kn, 1, MPI_DOUBLE, MPI_SUM, comm);
         MPI_Allreduce(MPI_IN_PLACE, &qn, 1, MPI_DOUBLE, MPI_SUM, comm);
-        for (int j = 0; j < np; j++)
-            w[j] = (qn > 0 ? m->qnorm_sum[j] / qn : 0) * (kn > 0 ? m->knorm_sum[j] / kn : 0);
+        qn /= H; /* each head's rows */
+        kn /= H;
+        for (int j = 0; j < np; j++) {
+            double acc = 0;
+            for (int hh = 0; hh < H; hh++)
+                acc += (qn > 0 ? m->qnorm_sum[(size_t)hh * np + j] / qn : 0) *
+                       (kn > 0 ? m->knorm_sum[(size_t)hh * np + j] / kn : 0);
+            w[j] = acc / H;
+        }
     }
     MPI_Bcast(w, np, MPI_DOUBLE, 0, comm);
     {

@@ -252,8 +252,8 @@ def precision(name, c, pos, S_exact, q_all, k_all, inv, rd, layout, af, scale):
       summation order.
     - entropy_err: H of the attention over all visible keys on q and k rotated as
       rope_fp32phase.c does (float32 angle, cos/sin rounded to float, times float af,
-      rotation in float) minus H on the exactly rotated float32 inputs; per row the head
-      of the largest magnitude. Tolerance 1e-5 relative + 1e-13 nats (measured: 3e-7):
+      rotation in float) minus H on the exactly rotated float32 inputs; per row the
+      signed mean over heads. Tolerance 1e-5 relative + 1e-13 nats (measured: 3e-7):
       both entropies come from the same float32 inputs with double scores, and differ
       only in summation order (~1e-15 nats each), while the stored differences are
       >= 4e-9 nats on the small study (they are of the float rounding's size there).
@@ -397,6 +397,18 @@ def case(name, c):
     S_exact = exact_scores(q_all, k_all, pos, inv, rd, layout, af, scale)
     entropy_rows(name, c, pos, S_exact)
     if mode != "probe":
+        # full mode's weights: the mean over heads of each head's E|q_j| E|k_j| over all
+        # its rows (the rotated fp32 rows' pair norms), never one head's q with
+        # another's k
+        wf = np.zeros(np_)
+        for h in range(H):
+            allpos = np.arange(L)
+            qr, a, b = rotate(q_all[h], allpos, inv, rd, layout, af)
+            kr = rotate(k_all[h], allpos, inv, rd, layout, af)[0]
+            qr, kr = qr.astype(np.float32).astype(np.float64), kr.astype(np.float32).astype(np.float64)
+            wf += np.hypot(qr[:, a], qr[:, b]).mean(axis=0) * np.hypot(kr[:, a], kr[:, b]).mean(axis=0)
+        check(f"{name} phase weights (full mode)", c["phase/by_distance/weight"][()], wf / H,
+              1e-6)
         return
     # data-driven, probe mode: from the dumped inputs
     kpos = np.arange(L)
