@@ -542,7 +542,7 @@ static void json_breakdown(FILE *f, const bench_row *r)
     fprintf(f, "]}, ");
 }
 
-static int write_json(const char *path, const bench_row *rows, int n, const bench_peaks *pk,
+static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
                       FILE *f)
 {
     fprintf(f, "[\n");
@@ -568,7 +568,6 @@ static int write_json(const char *path, const bench_row *rows, int n, const benc
                 pk->triad_bytes, i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
-    (void)path;
     return 0;
 }
 
@@ -585,7 +584,7 @@ static int write_json_file(const char *path, const bench_row *rows, int n,
     int e = errno, bad = !f;
     if (f) {
         errno = 0;
-        write_json(path, rows, n, pk, f);
+        write_json(rows, n, pk, f);
         bad = fflush(f) != 0 || ferror(f);
         e = errno;
         if (fclose(f) != 0 && !bad) {
@@ -942,6 +941,31 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
     return r;
 }
 
+/* rope_variants: the RoPE rows' functions and names into fns[2], names[2]: the
+ * reference, then the fast variant a measured kernel brings, else this CPU's fastest if
+ * it is not the reference (fns[1] NULL: none). The fast row is named by its own variant
+ * (rb_kernels_rope_fast's name), not by the kernel that brought it: avx512 and
+ * avx512_bf16 share one, and a comparison matches rows by name. Returns how many. */
+static int rope_variants(const bench_opts *o, rb_rope_apply_fn fns[2], const char *names[2])
+{
+    const char *fast_name = NULL;
+    const rb_rope_apply_fn fast = rb_kernels_rope_fast(&fast_name);
+    fns[0] = rb_rope_apply;
+    names[0] = "ref";
+    fns[1] = NULL;
+    names[1] = NULL;
+    for (int kk = 0; kk < o->n_kernels && !fns[1]; kk++)
+        if (o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply) {
+            fns[1] = o->kernels[kk].rope;
+            names[1] = fns[1] == fast ? fast_name : o->kernels[kk].name;
+        }
+    if (!fns[1] && fast != rb_rope_apply) {
+        fns[1] = fast;
+        names[1] = fast_name;
+    }
+    return fns[1] ? 2 : 1;
+}
+
 /* probe_profile: one more call of probe row r (after its timed ones, so that the timers
  * change none of them) with the key-outer profile on (rb_probe_profile_set); r->cls
  * gets its classes that had blocks, in seconds (ticks over the pass's ticks times its
@@ -993,11 +1017,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     int64_t *pos = NULL, *qpos = NULL;
     double *state = NULL, inv_freq[64];
     /* rows in order: causal, probe, rope */
-    int n_rope_fns = 1; /* the reference, and a fast variant where this CPU has one */
-    for (int kk = 0; kk < o->n_kernels && n_rope_fns == 1; kk++)
-        n_rope_fns += o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply;
-    if (n_rope_fns == 1 && rb_kernels_rope_fast(NULL) != rb_rope_apply)
-        n_rope_fns = 2;
+    rb_rope_apply_fn rfns[2];
+    const char *rnames[2];
+    const int n_rope_fns = rope_variants(o, rfns, rnames);
     int total = o->n_kernels * nH * nL * o->n_threads +
                 (o->do_probe ? o->n_kernels * o->n_threads : 0) +
                 (o->do_rope ? n_rope_fns * o->n_threads : 0);
@@ -1092,23 +1114,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     /* RoPE application: the reference and the fast variant, n_rope rows of 128 */
     if (!rc && o->do_rope) {
         const int d = 128;
-        rb_rope_apply_fn fns[2] = {rb_rope_apply, NULL};
-        const char *names[2] = {"ref", NULL};
-        /* the fast row is named by its own variant (rb_kernels_rope_fast's name), not by
-         * the kernel that brought it: avx512 and avx512_bf16 share one, and a comparison
-         * matches rows by name */
-        const char *fast_name = NULL;
-        const rb_rope_apply_fn fast = rb_kernels_rope_fast(&fast_name);
-        for (int kk = 0; kk < o->n_kernels && !fns[1]; kk++)
-            if (o->kernels[kk].rope && o->kernels[kk].rope != rb_rope_apply) {
-                fns[1] = o->kernels[kk].rope;
-                names[1] = fns[1] == fast ? fast_name : o->kernels[kk].name;
-            }
-        if (!fns[1] && fast != rb_rope_apply) { /* no measured kernel brings one: this
-                                                 * CPU's fastest, if not ref */
-            fns[1] = fast;
-            names[1] = fast_name;
-        }
+        rb_rope_apply_fn fns[2];
+        const char *names[2];
+        rope_variants(o, fns, names);
         k = rb_kernels_alloc((size_t)n_rope * d * sizeof *k);
         pos = malloc((size_t)n_rope * sizeof *pos);
         if (!k || !pos) {

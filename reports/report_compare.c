@@ -399,10 +399,8 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
             rp_case_tput(&fs[i], cs[i], &t);
             rp_cell_num(o, html, t.gflops, "%.2f");
             rp_cell_num(o, html, t.pct_peak, "%.1f");
-            if (t.pct_peak > 100.0) {
-                over[i][0]++;
-                worst[i][0] = t.pct_peak > worst[i][0] ? t.pct_peak : worst[i][0];
-            }
+            t.pct_triad = NAN; /* (this table shows % of peak alone) */
+            rp_tput_tally(&t, over[i], worst[i]);
             if (i)
                 rp_cell_num(o, html, t.gflops / ta.gflops, "%.3f");
         }

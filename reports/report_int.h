@@ -282,6 +282,9 @@ typedef struct {
 } rp_tput;
 void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t);
 
+/* rp_tput_tally: a case's throughput t into the counts for rp_tput_over: over[0]/[1]
+ * counts it when its % of FMA peak / of triad is above 100, worst[] keeps the highest. */
+void rp_tput_tally(const rp_tput *t, int over[2], double worst[2]);
 /* rp_tput_over: below a throughput table, one note for each of the FMA peak (k = 0)
  * and the triad (k = 1) when over[k] > 0 cases read above 100 % of it, worst[k] the
  * highest such %: a run measures its peaks once, at its start, so a figure above

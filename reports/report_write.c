@@ -398,6 +398,18 @@ void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
     }
 }
 
+/* rp_tput_tally: see report_int.h. */
+void rp_tput_tally(const rp_tput *t, int over[2], double worst[2])
+{
+    for (int k = 0; k < 2; k++) {
+        const double pct = k ? t->pct_triad : t->pct_peak;
+        if (pct > 100.0) { /* (NaN: not counted) */
+            over[k]++;
+            worst[k] = pct > worst[k] ? pct : worst[k];
+        }
+    }
+}
+
 /* rp_tput_over: see report_int.h. */
 void rp_tput_over(FILE *o, int html, const char *where, const int over[2],
                   const double worst[2])
@@ -470,13 +482,7 @@ static void write_tput(FILE *o, const rp_file *f, int html)
         for (int j = 0; j < 7; j++)
             rp_cell_num(o, html, j == 0 && c->threads < 0 ? NAN : nums[j], fmts[j]);
         fprintf(o, html ? "</tr>\n" : "\n");
-        for (int k = 0; k < 2; k++) {
-            const double pct = k ? t.pct_triad : t.pct_peak;
-            if (pct > 100.0) { /* (NaN: not counted) */
-                over[k]++;
-                worst[k] = pct > worst[k] ? pct : worst[k];
-            }
-        }
+        rp_tput_tally(&t, over, worst);
     }
     if (html)
         fprintf(o, "</table>\n");
