@@ -319,6 +319,17 @@ cleanup:
     return rc;
 }
 
+/* Contract in rb_bench.h. */
+int rb_test_alloc_fail(int rank, const char *where)
+{
+    const char *af = getenv("ROPEBENCH_TEST_ALLOC_FAIL_RANK");
+    char *end = NULL;
+    if (!af || !*af) return 0;
+    long k = strtol(af, &end, 10);
+    if (end == af || k != rank) return 0;
+    return *end == ':' ? strcmp(end + 1, where) == 0 : strcmp(where, "case") == 0;
+}
+
 int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops, int h,
                     const float *qrot, const float *qpre, float *krot,
                     const float *kpre, const float *v, const int64_t *kpos, int64_t nk,
@@ -341,26 +352,37 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         return RB_OK;
     }
 
-    /* every rank needs the final lse of the probe rows */
-    double *lse_h = m->lse_all + (size_t)h * m->nq;
+    /* the local steps before the first collective (buffers, the needle keys, which a
+     * file dataset reads) are agreed on first, and so is each later local step: a rank
+     * that failed alone would leave the others waiting in the next collective */
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    if (rank == 0) memcpy(lse_h, lse_root, (size_t)m->nq * sizeof(double));
-    MPI_Bcast(lse_h, (int)m->nq, MPI_DOUBLE, 0, comm);
-
-    /* needle scores from the needle key rows, which any rank can generate */
     double ns[RB_NEEDLE_MAX];
     kn = malloc(row * sizeof *kn);
-    if (!kn) goto nomem;
-    for (int i = 0; i < m->n_needles; i++) {
+    if (m->precision) {
+        qf = malloc((size_t)m->nq * row * sizeof *qf);
+        lf = malloc((size_t)m->nq * sizeof *lf);
+        hf = malloc((size_t)m->nq * sizeof *hf);
+    }
+    if (!kn || (m->precision && (!qf || !lf || !hf)) || rb_test_alloc_fail(rank, "metrics"))
+        rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+    /* needle scores from the needle key rows, which any rank can generate */
+    for (int i = 0; rc == RB_OK && i < m->n_needles; i++) {
         if ((rc = rb_dataset_fill(ds, RB_TENSOR_K, h, &m->needle_key[i], 1, kn, err, errlen)))
-            goto cleanup;
+            break;
         ops->rope(kn, 1, row, &m->needle_key[i], m->inv, d, rd, c->layout,
                   m->attention_factor);
         const float *q = qrot + (size_t)m->needle_row[i] * row;
         ns[i] = m->scale * rb_attn_dot(q, kn, d); /* as the accumulator scores keys */
         m->needle_s[(size_t)h * m->n_needles + i] = ns[i];
     }
+    if ((rc = rb_mpi_agree_err(comm, rc, err, errlen)))
+        goto cleanup;
+
+    /* every rank needs the final lse of the probe rows */
+    double *lse_h = m->lse_all + (size_t)h * m->nq;
+    if (rank == 0) memcpy(lse_h, lse_root, (size_t)m->nq * sizeof(double));
+    MPI_Bcast(lse_h, (int)m->nq, MPI_DOUBLE, 0, comm);
 
     rb_probe_metrics pm;
     memset(&pm, 0, sizeof pm);
@@ -383,40 +405,37 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     pm.needle_row = m->needle_row;
     pm.needle_s = ns;
     pm.needle_above = m->needle_above + (size_t)h * m->n_needles;
-    if ((rc = accumulate_balanced(comm, qrot, m->qpos, lse_h, m->nq, krot, kpos, nk, d,
-                                  m->scale, &pm, err, errlen)))
+    rc = accumulate_balanced(comm, qrot, m->qpos, lse_h, m->nq, krot, kpos, nk, d, m->scale,
+                             &pm, err, errlen);
+    if ((rc = rb_mpi_agree_err(comm, rc, err, errlen)) || !m->precision)
         goto cleanup;
 
-    if (m->precision) {
-        /* entropy with fp32 phases: the same attention on fp32-phase rotations; the keys
-         * go into krot, which the accumulators above no longer need */
-        float *kf = krot;
-        qf = malloc((size_t)m->nq * row * sizeof *qf);
-        lf = malloc((size_t)m->nq * sizeof *lf);
-        hf = malloc((size_t)m->nq * sizeof *hf);
-        if (!qf || !lf || !hf) goto nomem;
-        rb_rope_apply_fp32phase(qf, qpre, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
-                                m->attention_factor);
-        rb_rope_apply_fp32phase(kf, kpre, nk, row, kpos, m->inv, d, rd, c->layout,
-                                m->attention_factor);
-        rb_timing t;
-        /* only lse and entropy are used: no V where the kernel can go without it */
-        if ((rc = rb_probe_attention(comm, 0, ops, qf, m->qpos, m->nq, kf,
-                                     ops->v_optional ? NULL : v, kpos, nk, d, m->scale,
-                                     scratch_state, &t, err, errlen)))
-            goto cleanup;
-        rb_state_finalize(scratch_state, m->nq, d, lf, hf, NULL);
-        for (int64_t r = 0; rank == 0 && r < m->nq; r++)
-            m->entropy_err[(size_t)h * m->nq + r] = hf[r] - ent_root[r];
-        /* score effect of the phases alone, on a sample of keys that does not depend on
-         * the ranks: every position that is a multiple of ceil(L / precision_keys);
-         * each rank takes the ones it holds, and the per-row maxima reduce with MAX */
-        const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
-        int64_t ns_keys = 0;
-        for (int64_t i = 0; i < nk; i++) ns_keys += kpos[i] % stride == 0;
-        ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
-        ksp = malloc((size_t)(ns_keys ? ns_keys : 1) * sizeof *ksp);
-        if (!ks || !ksp) goto nomem;
+    /* entropy with fp32 phases: the same attention on fp32-phase rotations; the keys go
+     * into krot, which the accumulators above no longer need */
+    float *kf = krot;
+    rb_rope_apply_fp32phase(qf, qpre, m->nq, row, m->qpos, m->inv, d, rd, c->layout,
+                            m->attention_factor);
+    rb_rope_apply_fp32phase(kf, kpre, nk, row, kpos, m->inv, d, rd, c->layout,
+                            m->attention_factor);
+    rb_timing t;
+    /* only lse and entropy are used: no V where the kernel can go without it (the probe
+     * attention agrees on its failures itself) */
+    if ((rc = rb_probe_attention(comm, 0, ops, qf, m->qpos, m->nq, kf,
+                                 ops->v_optional ? NULL : v, kpos, nk, d, m->scale,
+                                 scratch_state, &t, err, errlen)))
+        goto cleanup;
+    rb_state_finalize(scratch_state, m->nq, d, lf, hf, NULL);
+    for (int64_t r = 0; rank == 0 && r < m->nq; r++)
+        m->entropy_err[(size_t)h * m->nq + r] = hf[r] - ent_root[r];
+    /* score effect of the phases alone, on a sample of keys that does not depend on the
+     * ranks: every position that is a multiple of ceil(L / precision_keys); each rank
+     * takes the ones it holds, and the per-row maxima reduce with MAX */
+    const int64_t stride = precision_stride(m->L, c->metrics_precision_keys);
+    int64_t ns_keys = 0;
+    for (int64_t i = 0; i < nk; i++) ns_keys += kpos[i] % stride == 0;
+    ks = malloc((size_t)(ns_keys ? ns_keys : 1) * row * sizeof *ks);
+    ksp = malloc((size_t)(ns_keys ? ns_keys : 1) * sizeof *ksp);
+    if (ks && ksp && !rb_test_alloc_fail(rank, "precision")) {
         for (int64_t i = 0, j = 0; i < nk; i++) {
             if (kpos[i] % stride) continue;
             memcpy(ks + (size_t)j * row, kpre + (size_t)i * row, row * sizeof *ks);
@@ -426,13 +445,12 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         if (rb_metrics_precision(qpre, m->qpos, m->nq, ks, ksp, ns_keys, m->inv, d, rd,
                                  c->layout, m->attention_factor, m->scale,
                                  m->phase_err + off, m->phase_err_mean + off,
-                                 m->score_err + off,
-                                 m->bound_ratio + off) != RB_OK)
-            goto nomem;
+                                 m->score_err + off, m->bound_ratio + off) != RB_OK)
+            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics, phase precision)");
+    } else {
+        rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics, phase precision)");
     }
-    goto cleanup;
-nomem:
-    rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+    rc = rb_mpi_agree_err(comm, rc, err, errlen);
 cleanup:
     free(kn);
     free(qf);

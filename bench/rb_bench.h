@@ -154,6 +154,12 @@ int rb_metrics_begin(rb_case_metrics **m, const rb_config *c, int mode, int64_t 
                      const double *inv_base, const double *inv, double attention_factor,
                      double scale, char *err, size_t errlen);
 
+/* rb_test_alloc_fail: the test hook ROPEBENCH_TEST_ALLOC_FAIL_RANK=K[:where]: whether
+ * this rank's allocations at `where` are to count as failed ("case": a case's arrays,
+ * also when the hook gives no where; "metrics": rb_metrics_head's buffers;
+ * "precision": its phase-precision sample). Unset or another rank: 0. */
+int rb_test_alloc_fail(int rank, const char *where);
+
 /* rb_metrics_head: collective, once per head after that head's attention: pair norms
  * for E[rho_j]; in probe mode also the data-driven accumulators (lse_root/ent_root:
  * the head's probe-row lse and entropy, valid on rank 0), the needle scores and, when

@@ -1,12 +1,14 @@
 /* mpi_util.c — helpers shared by mpi/ and the command: MPI error strings, collective agreement on a return code, the names MPI-IO opens a file with a ':' under, and the MPI settings the program needs whoever launches it. */
 #include "mpi_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rb_kernels.h"
+#include "rb_mpi.h"
 
 /* Contract in mpi_internal.h. */
 int rb_mpi_fail(char *err, size_t errlen, int mpirc, const char *what)
@@ -29,6 +31,28 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
     if (all < 0 && rc == 0)
         return rb_errf(err, errlen, all, "%s: failed on another rank (code %d)", what, all);
     return all < 0 ? all : 0; /* (the same code on every rank; each keeps its message) */
+}
+
+/* Contract in rb_mpi.h. */
+int rb_mpi_agree_err(MPI_Comm comm, int rc, char *err, size_t errlen)
+{
+    int rank = 0, mine, lowest = INT_MAX, code = rc, mrc;
+    char msg[512];
+    MPI_Comm_rank(comm, &rank);
+    mine = rc < 0 ? rank : INT_MAX;
+    if ((mrc = MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS)
+        return rb_mpi_fail(err, errlen, mrc, "agreeing on a failure: MPI_Allreduce");
+    if (lowest == INT_MAX)
+        return 0;
+    msg[0] = '\0';
+    if (rank == lowest)
+        snprintf(msg, sizeof msg, "%s", err && errlen ? err : "");
+    if ((mrc = MPI_Bcast(&code, 1, MPI_INT, lowest, comm)) != MPI_SUCCESS ||
+        (mrc = MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, lowest, comm)) != MPI_SUCCESS)
+        return rb_mpi_fail(err, errlen, mrc, "agreeing on a failure: MPI_Bcast");
+    if (rank != lowest)
+        rb_errf(err, errlen, code, "rank %d: %s", lowest, msg);
+    return code;
 }
 
 /* Contract in rb_mpi.h. */

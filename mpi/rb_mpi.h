@@ -182,6 +182,19 @@ typedef struct {
     char summary[256];    /* this host: "1 package, 2 cores, 2 PUs, L3 32 MiB" */
 } rb_topo;
 
+/* ---------------------------------------------------------------------------------
+ * Agreement on a local failure (mpi/mpi_util.c).
+ * ------------------------------------------------------------------------------- */
+
+/* rb_mpi_agree_err: collective over comm, for a step whose failure can be local to one
+ * rank (memory, a read, a kernel refusal) and is followed by collectives that the
+ * other ranks would wait in for good. rc: this rank's result (0 or a negative RB_E
+ * code), err: its message when rc < 0. Returns 0 on every rank when every rc was 0;
+ * otherwise the code of the lowest failing rank K on every rank, and every rank but K
+ * has err replaced by "rank K: <K's message>" (at most 511 bytes of it), so that
+ * whichever rank prints names the cause. If the agreement itself fails: RB_EMPI. */
+int rb_mpi_agree_err(MPI_Comm comm, int rc, char *err, size_t errlen);
+
 /* Collective: gather hostnames and bindings from every rank, export the hwloc XML on
  * the first rank of each host; every rank ends with identical contents (XML and
  * strings broadcast), as HDF5 attribute/object creation needs. */
