@@ -560,11 +560,13 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     ood = zalloc((size_t)np, sizeof *ood);
     pe = zalloc((size_t)c->metrics_position_bins + 1, sizeof *pe);
     fb = zalloc((size_t)c->metrics_position_bins * 6, sizeof *fb);
+    /* (a step that can fail on one rank alone is agreed before the next collective:
+     * rb_mpi_agree_err) */
     if (!a || !b || !cc || !dd || !e || !f || !w || !dist || !lo || !hi || !tmp || !band ||
-        !ood || !pe || !fb) {
+        !ood || !pe || !fb || rb_test_alloc_fail(rank, "metrics_write"))
         rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+    if ((rc = rb_mpi_agree_err(comm, rc, err, errlen)))
         goto cleanup;
-    }
     const int nbp = rb_metrics_bins(m->L, c->metrics_position_bins, pe);
     for (int i = 0; i < nb; i++) {
         dist[i] = bin_centre(m->edges, i);
@@ -634,8 +636,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     rb_metrics_bands(m->inv_base, np, c->original_ctx, c->beta_fast, c->beta_slow, band);
     snprintf(g, sizeof g, "%s/phase/by_distance", case_g);
     /* a = D, tmp = D_band [3][nb], b = ood count, cc = ood energy */
-    TRY(rb_metrics_phase_distance(m->inv_base, m->inv, w, band, np, c->original_ctx, dist, nb,
-                                  a, tmp, b, cc, err, errlen));
+    rc = rb_metrics_phase_distance(m->inv_base, m->inv, w, band, np, c->original_ctx, dist,
+                                   nb, a, tmp, b, cc, err, errlen);
+    TRY(rb_mpi_agree_err(comm, rc, err, errlen));
     TRY(put1(res, g, "distance", dist, nb, err, errlen));
     TRY(put1(res, g, "D", a, nb, err, errlen));
     TRY(put1(res, g, "D_high", tmp, nb, err, errlen));
@@ -648,17 +651,26 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
     TRY(put1(res, g, "band", e, np, err, errlen));
     {
         int64_t dz = -1;
-        TRY(rb_metrics_D_leaves_zero(m->inv_base, m->inv, w, np, c->original_ctx, m->L - 1,
-                                     RB_METRICS_D_ZERO_TOL, &dz, err, errlen));
+        rc = rb_metrics_D_leaves_zero(m->inv_base, m->inv, w, np, c->original_ctx, m->L - 1,
+                                      RB_METRICS_D_ZERO_TOL, &dz, err, errlen);
+        TRY(rb_mpi_agree_err(comm, rc, err, errlen));
         TRY(rb_results_attr_i64(res, g, "D_leaves_zero", dz, err, errlen));
     }
 
     /* ---- 3. entropy by position bins (log-spaced positions) */
     {
-        /* per bin: count, sum, sum2, min, max, sum of normalized */
+        /* per bin: count, sum, sum2, min, max, sum of normalized; sums, minima and
+         * maxima to reduce; o: the rows of bins that hold rows */
         double *st = zalloc((size_t)nbp * 6, sizeof *st);
-        if (!st) {
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+        double *sums = zalloc((size_t)nbp * 4, sizeof *sums);
+        double *mins = zalloc((size_t)nbp, sizeof *mins), *maxs = zalloc((size_t)nbp, sizeof *maxs);
+        double *o[9];
+        int oom = !st || !sums || !mins || !maxs;
+        for (int k = 0; k < 9; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
+        rc = oom ? rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)") : RB_OK;
+        if ((rc = rb_mpi_agree_err(comm, rc, err, errlen))) {
+            for (int k = 0; k < 9; k++) free(o[k]);
+            free(st); free(sums); free(mins); free(maxs);
             goto cleanup;
         }
         for (int i = 0; i < nbp; i++) {
@@ -677,13 +689,6 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
                 if (x > s[4]) s[4] = x;
                 if (p > 0) s[5] += entropy_normalized(x, p);
             }
-        double *sums = zalloc((size_t)nbp * 4, sizeof *sums);
-        double *mins = zalloc((size_t)nbp, sizeof *mins), *maxs = zalloc((size_t)nbp, sizeof *maxs);
-        if (!sums || !mins || !maxs) {
-            free(st); free(sums); free(mins); free(maxs);
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
-            goto cleanup;
-        }
         for (int i = 0; i < nbp; i++) {
             sums[i * 4 + 0] = st[i * 6 + 0];
             sums[i * 4 + 1] = st[i * 6 + 1];
@@ -696,15 +701,6 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         reduce(mins, nbp, MPI_MIN, comm);
         reduce(maxs, nbp, MPI_MAX, comm);
         /* rows of bins with rows only */
-        double *o[9];
-        int oom = 0;
-        for (int k = 0; k < 9; k++) oom |= !(o[k] = zalloc((size_t)nbp, sizeof(double)));
-        if (oom) {
-            for (int k = 0; k < 9; k++) free(o[k]);
-            free(st); free(sums); free(mins); free(maxs);
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
-            goto cleanup;
-        }
         int nk = 0;
         for (int i = 0; rank == 0 && i < nbp; i++) {
             const double cnt = sums[i * 4];
@@ -762,8 +758,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
         reduce(m->share_num, (int64_t)nb * np, MPI_SUM, comm);
         reduce(m->share_den, nb, MPI_SUM, comm);
         double *share = zalloc((size_t)nb * (size_t)np, sizeof *share);
-        if (!share) {
-            rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+        rc = share ? RB_OK : rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+        if ((rc = rb_mpi_agree_err(comm, rc, err, errlen))) {
+            free(share);
             goto cleanup;
         }
         for (int i = 0; i < nb; i++)
@@ -849,9 +846,9 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             double *cols[NCOL];
             int oom = 0;
             for (int k = 0; k < NCOL; k++) oom |= !(cols[k] = zalloc((size_t)H * nn, sizeof(double)));
-            if (oom) {
+            rc = oom ? rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)") : RB_OK;
+            if ((rc = rb_mpi_agree_err(comm, rc, err, errlen))) {
                 for (int k = 0; k < NCOL; k++) free(cols[k]);
-                rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
                 goto cleanup;
             }
             for (int h = 0; h < H; h++)
@@ -870,6 +867,7 @@ int rb_metrics_write(rb_case_metrics *m, MPI_Comm comm, rb_results *res, const c
             if (rb_metrics_needle_haystack_rank((int64_t)H * nn, cols[0], cols[1], cols[2],
                                                 cols[7], cols[5], cols[8]) != RB_OK)
                 rc = rb_errf(err, errlen, RB_ENOMEM, "out of memory (metrics)");
+            rc = rb_mpi_agree_err(comm, rc, err, errlen);
             for (size_t k = 0; k < (size_t)H * nn; k++) cols[9][k] = cols[8][k] == 1.0;
             snprintf(g, sizeof g, "%s/needles", case_g);
             static const char *names[NCOL] = {"head", "query_pos", "needle_pos", "distance",

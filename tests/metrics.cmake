@@ -124,10 +124,11 @@ rb_add_test(NAME metrics_big_logits_ref COMMAND ${CMAKE_COMMAND} -E env ROPEBENC
 set_tests_properties(metrics_big_logits_ref PROPERTIES FAIL_REGULAR_EXPRESSION "note:")
 
 # one rank out of memory inside a probe case's metrics (ROPEBENCH_TEST_ALLOC_FAIL_RANK=
-# K:metrics before the first collective, K:precision after the fp32-phase attention):
+# K:metrics before the first collective, K:precision after the fp32-phase attention,
+# K:metrics_write in the reduction and writing):
 # every rank leaves with rank 0 naming rank K's cause; until 2026-12-03 rank K returned
 # alone and the others waited in the metrics' next collective for good
-foreach(_at metrics precision)
+foreach(_at metrics precision metrics_write)
   rb_add_test(NAME metrics_alloc_fail_rank1_${_at} COMMAND ${CMAKE_COMMAND} -E env
     ROPEBENCH_TEST_ALLOC_FAIL_RANK=1:${_at} ${RB_PYTHON}
     ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "rank 1: out of memory \\(metrics[,)]" --
