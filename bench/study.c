@@ -29,6 +29,7 @@ typedef struct {
     MPI_Comm comm;
     int rank, nranks;
     rb_kernel_ops ops;
+    char kernel_detail[256]; /* rank 0's ops.detail, which ops.detail then points to */
     rb_results *res;
     int dump;
     int resume;
@@ -346,6 +347,45 @@ static void bcast_str(char *buf, int cap, MPI_Comm comm)
     buf[cap - 1] = '\0';
 }
 
+/* check_same_setup: collective. The choices each rank made alone before MPI_Init must
+ * be one choice: the kernel (ROPEBENCH_ISA, or a CPU that differs between nodes), the
+ * thread count (OMP_NUM_THREADS, OMP_THREAD_LIMIT) and the study (a -c file that
+ * differs between nodes gives other cases: the ranks would wait in different
+ * collectives). A rank that differs from rank 0 refuses the run with one line naming
+ * both values (agree_refusal); returns 1 then. Otherwise 0, and ops.detail (how the
+ * kernel computes, for the record: AMX granted or not) is rank 0's on every rank, as
+ * the results file's attributes must be identical everywhere. */
+static int check_same_setup(rb_run *r)
+{
+    char name[64], mine[sizeof r->err];
+    uint64_t hash = 1469598103934665603ull; /* FNV-1a of the study's text */
+    for (const char *t = r->cfg->text; t && *t; t++)
+        hash = (hash ^ (unsigned char)*t) * 1099511628211ull;
+    uint64_t h0 = hash;
+    int threads = rb_kernels_threads(), t0 = threads, failed = 1;
+    snprintf(name, sizeof name, "%s", r->ops.name);
+    snprintf(r->kernel_detail, sizeof r->kernel_detail, "%s", r->ops.detail);
+    bcast_str(name, (int)sizeof name, r->comm);
+    bcast_str(r->kernel_detail, (int)sizeof r->kernel_detail, r->comm);
+    MPI_Bcast(&t0, 1, MPI_INT, 0, r->comm);
+    MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, r->comm);
+    r->ops.detail = r->kernel_detail;
+    if (strcmp(name, r->ops.name) != 0)
+        snprintf(mine, sizeof mine, "this rank chose kernel %s and rank 0 %s (ROPEBENCH_ISA, "
+                 "or the CPUs, differ between the ranks); set ROPEBENCH_ISA to a kernel "
+                 "every rank's CPU has", r->ops.name, name);
+    else if (threads != t0)
+        snprintf(mine, sizeof mine, "this rank runs %d thread(s) and rank 0 %d "
+                 "(OMP_NUM_THREADS or OMP_THREAD_LIMIT differ between the ranks); give "
+                 "every rank the same", threads, t0);
+    else if (hash != h0)
+        snprintf(mine, sizeof mine, "this rank read another study than rank 0 (the -c file "
+                 "differs between the nodes); give every rank the same file");
+    else
+        failed = 0;
+    return agree_refusal(failed, mine, r->comm);
+}
+
 static int64_t resolve_pos(int64_t p, int64_t L) { return p < 0 ? L + p : p; }
 
 /* The command line ("ropebench run ...") and the current UTC time (ISO 8601). */
@@ -661,10 +701,8 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         int64_t *pp = NULL;
         want_rows = probe_positions(c, L, kind, &pp);
         free(pp);
-        if (want_rows < 0) {
-            rc = rb_errf(e, el, RB_ENOMEM, "out of memory");
+        if ((rc = agree_alloc(r, want_rows >= 0, "the probe rows")))
             goto cleanup;
-        }
     }
     for (int mi = 0; r->resume && mi < c->n_methods; mi++) {
         char name[160], g[256];
@@ -791,10 +829,10 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         rb_timing tsum = {0}, t;
         double setup_s = 0, metrics_s = 0;
         rb_case_metrics *cm = NULL;
-        if (c->metrics_enabled) { /* (its only failure: memory; agreed as the arrays') */
+        if (c->metrics_enabled) { /* (memory, or a length too short for the bins) */
             const int mrc = rb_metrics_begin(&cm, c, mode, L, H, nq, qpos, &ds, inv_base,
                                              inv_freq, info.attention_factor, scale, e, el);
-            if ((rc = agree_alloc(r, mrc == RB_OK, "the case's metrics"))) {
+            if ((rc = rb_mpi_agree_err(r->comm, mrc, e, el))) {
                 rb_metrics_free(cm);
                 goto cleanup;
             }
@@ -1122,8 +1160,12 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     TRY(rb_results_attr_str(r->res, p, "build_type", RB_BUILD_TYPE, e, el));
     TRY(rb_results_attr_str(r->res, p, "kernel_isa", isa, e, el));
     TRY(rb_results_attr_str(r->res, p, "cpu_model", cpu, e, el));
-    TRY(rb_results_attr_str(r->res, p, "hugepages", rb_kernels_hugepages(rb_cli_thp_setting()),
-                            e, el));
+    {
+        char hp[64]; /* rank 0's (the nodes' settings may differ) */
+        snprintf(hp, sizeof hp, "%s", rb_kernels_hugepages(rb_cli_thp_setting()));
+        bcast_str(hp, (int)sizeof hp, r->comm);
+        TRY(rb_results_attr_str(r->res, p, "hugepages", hp, e, el));
+    }
     TRY(rb_results_attr_str(r->res, p, "environment", env, e, el));
     TRY(rb_results_attr_str(r->res, p, "mpi_version", mpiv, e, el));
     TRY(rb_results_attr_str(r->res, p, "hdf5_version", rb_results_backend_version(), e,
@@ -1142,21 +1184,17 @@ static int write_provenance(rb_run *r, int argc, char **argv)
                                  (const char *const *)topo.rank_binding, 0, e, el));
     /* the study's cases in run order, so that a reader can tell the ones never run */
     planned = malloc((size_t)(r->n_cases > 0 ? r->n_cases : 1) * sizeof *planned);
-    if (!planned) {
-        rc = rb_errf(e, el, RB_ENOMEM, "out of memory (case names)");
+    const int np = r->n_cases;
+    const char **pv = malloc((size_t)(np > 0 ? np : 1) * sizeof *pv);
+    if ((rc = agree_alloc(r, planned && pv, "case names"))) {
+        free(pv);
         goto cleanup;
     }
-    const int np = r->n_cases;
     for (int i = 0; i < np; i++) {
         const rb_case_ref x = study_case(r->cfg, i);
         case_name(planned[i], sizeof planned[i], r->cfg, x.mi, x.L, x.mode, x.kind);
     }
     {
-        const char **pv = malloc((size_t)(np > 0 ? np : 1) * sizeof *pv);
-        if (!pv) {
-            rc = rb_errf(e, el, RB_ENOMEM, "out of memory (case names)");
-            goto cleanup;
-        }
         for (int i = 0; i < np; i++) pv[i] = planned[i];
         rc = rb_results_write_strings(r->res, "/provenance/planned_cases", np, pv, 0, e, el);
         free(pv);
@@ -1341,10 +1379,8 @@ static int measure_peaks(rb_run *r, int store)
     mine[1] = rb_triad_gbps(0, (size_t)(quick ? 8 : 256) << 20);
     all = malloc(sizeof(double) * 2 * (size_t)r->nranks);
     col = malloc(sizeof(double) * (size_t)r->nranks);
-    if (!all || !col) {
-        rc = rb_errf(r->err, sizeof r->err, RB_ENOMEM, "out of memory (peaks)");
+    if ((rc = agree_alloc(r, all && col, "peaks")))
         goto cleanup;
-    }
     MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, r->comm);
     /* the sums from rank 0 to all: every rank then writes the same attribute values
      * (collective HDF5 calls want identical arguments) */
@@ -1663,6 +1699,10 @@ int rb_cmd_run(int argc, char **argv)
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
+    if (check_same_setup(&r)) {
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     /* the notes on keys the study sets but does not use, once every check of the input
      * has passed (a refused run says one line, its reason): here for --dry-run, below
      * once the results file is open (--resume can still refuse it) */
@@ -1695,8 +1735,11 @@ int rb_cmd_run(int argc, char **argv)
         else if (r.rank != 0)
             rb_cli_defer_install(); /* the other ranks hold a stop inside a write too */
     }
-    int reopened = 0;
-    if (r.resume && access(out_path, F_OK) == 0) {
+    int reopened = 0, resume_existing = r.resume && r.rank == 0 && access(out_path, F_OK) == 0;
+    /* decided on rank 0 and broadcast: a rank whose view of the file differed (a network
+     * file system's cache) would enter the other branch's collectives */
+    MPI_Bcast(&resume_existing, 1, MPI_INT, 0, r.comm);
+    if (resume_existing) {
         rc = open_for_resume(&r, out_path);
         reopened = rc == RB_OK;
     } else {
@@ -1813,6 +1856,9 @@ int rb_cmd_run(int argc, char **argv)
         char cerr[512];
         rb_cli_defer_begin(); /* the close writes what is left: a stop waits for it */
         int crc = rb_results_close(r.res, cerr, sizeof cerr);
+        /* every rank's close, agreed: one that failed alone would otherwise leave while
+         * rank 0 reports success */
+        crc = rb_mpi_agree_err(r.comm, crc, cerr, sizeof cerr);
         const int held = rb_cli_defer_end();
         r.res = NULL;
         stop_set(RB_STOP_QUIET); /* closed, or what is left is said below */
