@@ -1219,8 +1219,8 @@ int rb_cmd_bench(int argc, char **argv)
             /* one of each: a second would silently win */
             const char **slot = opt == 'o' ? &o.out : &o.json;
             if (*slot) {
-                fprintf(stderr, "ropebench: bench: %s given twice ('%.200s', then '%.200s')\n",
-                        opt == 'o' ? "-o/--output" : "--json", *slot, optarg);
+                fprintf(stderr, "ropebench: bench: %s given twice ('%s', then '%s')\n",
+                        opt == 'o' ? "-o/--output" : "--json", RB_ESC(*slot), RB_ESC(optarg));
                 code = RB_EXIT_USAGE;
                 goto cleanup;
             }
@@ -1256,7 +1256,8 @@ int rb_cmd_bench(int argc, char **argv)
         case 'h': bench_usage(stdout); goto cleanup;
         case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
         case ':':
-            fprintf(stderr, "ropebench: bench: option %s needs a value\n", argv[optind - 1]);
+            fprintf(stderr, "ropebench: bench: option %s needs a value\n",
+                    RB_ESC(argv[optind - 1]));
             code = RB_EXIT_USAGE;
             goto cleanup;
         default:
@@ -1309,13 +1310,13 @@ int rb_cmd_bench(int argc, char **argv)
     const char *isa_env = getenv("ROPEBENCH_ISA");
     if (isa_env && strchr(isa_env, ',')) {
         fprintf(stderr, "ropebench: bench: ROPEBENCH_ISA=%s: names one kernel (ref, blas, "
-                        "avx512 or avx512_bf16), as for a study\n", isa_env);
+                        "avx512 or avx512_bf16), as for a study\n", RB_ESC(isa_env));
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
     if (isa_env && *isa_env && kernels_arg && strcmp(isa_env, kernels_arg) != 0) {
         fprintf(stderr, "ropebench: bench: ROPEBENCH_ISA=%s and --kernels %s choose different "
-                        "kernels; unset one\n", isa_env, kernels_arg);
+                        "kernels; unset one\n", RB_ESC(isa_env), RB_ESC(kernels_arg));
         code = RB_EXIT_USAGE;
         goto cleanup;
     }

@@ -618,8 +618,13 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
         if (fits(b, sizeof b, V("model", "rotary_dim")) && !strcmp(trim(b), "auto"))
             x = c->head_dim;
         else if ((rc = parse_i64(V("model", "rotary_dim"), K("model", "rotary_dim"), 2,
-                                 c->head_dim, &x, err, errlen)))
+                                 c->head_dim, &x, err, errlen))) {
+            /* the bound is another key's value: say whose */
+            if (strstr(err, ": must be in [") && strlen(err) + 40 < errlen)
+                snprintf(err + strlen(err), errlen - strlen(err), " (%d = model.head_dim)",
+                         c->head_dim);
             return rc;
+        }
         if (x % 2)
             return rb_errf(err, errlen, RB_EINVAL, "model.rotary_dim = %lld: must be even",
                            (long long)x);
@@ -853,6 +858,13 @@ static int convert(rb_config *c, char **v, char *err, size_t errlen)
     if (c->needle_strength == 0.0) /* (-0 too) */
         return rb_errf(err, errlen, RB_EINVAL, "needle.strength = 0: a needle of strength 0 "
                        "is an all-zero key, which no query can find; give a nonzero scale");
+    /* the key is strength x a float query, rounded to float: below ~1e-38 it is all 0
+     * (or subnormal), the key the check above refuses */
+    if (fabs(c->needle_strength) < 1e-30)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "needle.strength = %s: below 1e-30 in magnitude the planted key "
+                       "vanishes in float (an all-zero key, which no query can find)",
+                       rb_cli_shortest((char[32]){""}, 32, c->needle_strength));
     for (int k = 0; k < c->n_datasets; k++)
         if (c->datasets[k] == RB_DATA_NEEDLE && c->n_needles == 0)
             return rb_errf(err, errlen, RB_EINVAL,

@@ -408,8 +408,9 @@ int rb_cli_parse_count(const char *s, long long *v)
         errno = EINVAL;
         return -1;
     }
-    if (*end == 'k' || *end == 'K' || *end == 'M' || *end == 'G') {
-        const long long m = *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 1LL << 10;
+    if (*end && strchr("kKmMgG", *end)) { /* either case, as docs/config.md says */
+        const int u = toupper((unsigned char)*end);
+        const long long m = u == 'M' ? 1LL << 20 : u == 'G' ? 1LL << 30 : 1LL << 10;
         if (x > LLONG_MAX / m || x < LLONG_MIN / m)
             errno = ERANGE; /* (or strtoll's own ERANGE already set) */
         else if (!errno)

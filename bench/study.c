@@ -1585,9 +1585,9 @@ int rb_cmd_run(int argc, char **argv)
         case 'o':
             /* one study file and one results file: a second would silently win */
             if (opt == 'c' ? cfg_path != NULL : out_given) {
-                snprintf(r.err, sizeof r.err, "run: %s given twice ('%.200s', then '%.200s')",
+                snprintf(r.err, sizeof r.err, "run: %s given twice ('%s', then '%s')",
                          opt == 'c' ? "-c/--config" : "-o/--output",
-                         opt == 'c' ? cfg_path : out_path, optarg);
+                         RB_ESC(opt == 'c' ? cfg_path : out_path), RB_ESC(optarg));
                 usage_err = 1;
                 break;
             }
@@ -1606,7 +1606,8 @@ int rb_cmd_run(int argc, char **argv)
             if (r.rank == 0) printf("%s\n", rb_version_string());
             goto cleanup;
         case ':':
-            snprintf(r.err, sizeof r.err, "run: option %s needs a value", argv[optind - 1]);
+            snprintf(r.err, sizeof r.err, "run: option %s needs a value",
+                     RB_ESC(argv[optind - 1]));
             usage_err = 1;
             break;
         default:
@@ -1647,6 +1648,17 @@ int rb_cmd_run(int argc, char **argv)
         }
     }
     if (rc == RB_OK) rc = rb_cli_check_env(r.err, sizeof r.err);
+    if (rc == RB_OK && cfg.threads > rb_kernels_thread_limit()) /* (as bench --threads) */
+        rc = rb_errf(r.err, sizeof r.err, RB_EINVAL,
+                     "study.threads = %d: %s allows at most %d thread(s) here, so the "
+                     "study would run with fewer than it records",
+                     cfg.threads,
+#ifdef _OPENMP
+                     "OMP_THREAD_LIMIT",
+#else
+                     "this build (without OpenMP)",
+#endif
+                     rb_kernels_thread_limit());
     if (rc == RB_OK) {
         const char *why = NULL;
         rc = rb_kernels_select_dtype(getenv("ROPEBENCH_ISA"), cfg.dtype, &r.ops, &why, r.err,

@@ -48,6 +48,13 @@ rb_cli_error(value_cut_marked 2 "study\\.dtype = 'x+\\.\\.\\.': unknown \\(choos
   ${R} --set study.dtype=${_x300})
 rb_cli_error(needle_strength_zero 2 "needle\\.strength = 0: a needle of strength 0 is an all-zero key"
   ${R} --set needle.strength=0)
+# study.threads above OMP_THREAD_LIMIT ran with fewer threads than config_text says
+rb_cli_error(threads_over_limit 2 "study\\.threads = 2: OMP_THREAD_LIMIT allows at most 1 thread\\(s\\) here"
+  ${CMAKE_COMMAND} -E env OMP_THREAD_LIMIT=1 ${R} --set study.threads=2)
+# a strength so small that the float key rounds to all zeros (1e-50 once ran, exit 0,
+# with a needle of -0 and 0 that no query could find)
+rb_cli_error(needle_strength_tiny 2 "needle\\.strength = -1e-50: below 1e-30 in magnitude the planted key vanishes"
+  ${R} --set needle.strength=-1e-50)
 # output that cannot reach its reader (a full disk) is a failure, named, not exit 0 (the
 # path as sh's $0, so that one with blanks stays one word)
 rb_cli_error(stdout_full 1 "ropebench: freqs: cannot write to standard output: No space left on device"
@@ -192,7 +199,7 @@ rb_cli_error(set_unknown 2 "--set model.hed_dim: unknown key" ${R} --set model.h
 rb_cli_error(set_malformed 2 "expected section.key=value" ${R} --set head_dim)
 rb_cli_error(not_integer 2 "model.head_dim = 'abc': not an integer" ${R} --set model.head_dim=abc)
 rb_cli_error(odd_head_dim 2 "model.head_dim = 127: must be even" ${R} --set model.head_dim=127)
-rb_cli_error(rotary_gt_head 2 "model.rotary_dim = 256: must be in" ${R} --set model.rotary_dim=256)
+rb_cli_error(rotary_gt_head 2 "model.rotary_dim = 256: must be in \\[2, 128\\] \\(128 = model.head_dim\\)$" ${R} --set model.rotary_dim=256)
 rb_cli_error(factor_lt_1 2 "scaling.factor = 0.5: must be >= 1" ${R} --set scaling.factor=0.5)
 rb_cli_error(unknown_method 2 "scaling.methods: unknown value 'rope2'" ${R} --set scaling.methods=yarn,rope2)
 rb_cli_error(spectral_amplitude_tiny 2 "spectral.amplitudes: 1e-50 is neither 0 nor at least 1e-30" ${R} --set study.datasets=spectral --set spectral.profile=list --set model.head_dim=4 --set spectral.amplitudes=1e-50,1)
@@ -345,6 +352,16 @@ rb_add_test(NAME cli_freqs_known COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR
 rb_add_test(NAME cli_freqs_seq_len_suffix COMMAND ${RB_EXE} freqs --method none --seq-len 1K)
 set_tests_properties(cli_freqs_seq_len_suffix PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "seq_len 1024\n")
+# in either case, as docs/config.md says (m and g were refused as "not an integer")
+foreach(_s 2m:2097152 1g:1073741824 3k:3072)
+  string(REPLACE ":" ";" _p ${_s})
+  list(GET _p 0 _in)
+  list(GET _p 1 _want)
+  rb_add_test(NAME cli_freqs_seq_len_suffix_${_in} COMMAND ${RB_EXE} freqs --method none
+    --seq-len ${_in})
+  set_tests_properties(cli_freqs_seq_len_suffix_${_in} PROPERTIES LABELS "cli"
+    PASS_REGULAR_EXPRESSION "seq_len ${_want}\n")
+endforeach()
 rb_cli_error(int_overflow 2 "study.heads = '99999999999999999999K': outside the range of a 64-bit integer" ${R} --set study.heads=99999999999999999999K)
 rb_add_test(NAME cli_docs_keys COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/docs_keys.py
   ${RB_EXE} ${CMAKE_SOURCE_DIR}/docs/config.md)
@@ -456,6 +473,12 @@ rb_cli_error(argument_newline 2 "^ropebench: run: unexpected argument 'extra\\\\
   ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run --dry-run -q "extra\narg")
 rb_cli_error(bench_kernel_newline 2 "^ropebench: bench: --kernels: unknown kernel 'ref\\\\nx'"
   ${RB_EXE} bench --kernels "ref\nx")
+rb_cli_error(run_config_twice_newline 2 "^ropebench: run: -c/--config given twice \\('a\\\\nb.ini', then 'c.ini'\\)$"
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q -c "a\nb.ini" -c c.ini)
+rb_cli_error(bench_output_twice_tab 2 "^ropebench: bench: -o/--output given twice \\('a', then 'b\\\\tc'\\)$"
+  ${RB_EXE} bench -o a -o "b\tc")
+rb_cli_error(bench_isa_kernels_newline 2 "^ropebench: bench: ROPEBENCH_ISA=ref and --kernels ref\\\\nx choose different kernels"
+  ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref ${RB_EXE} bench --kernels "ref\nx")
 
 # single-valued options of freqs and bench given twice: refused (the second would win);
 # a list that names a shape twice would measure the same rows twice
