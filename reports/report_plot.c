@@ -739,6 +739,20 @@ int rp_plots_render(const rp_file *f, const char *outdir, rp_plot **plots,
         tmp[0] = '\0';
         goto cleanup;
     }
+    if (tmp[0] != '/') {
+        /* gnuplot runs in tmp (chdir) and writes its log to a path under it: a relative
+         * TMPDIR named the log relative to itself, and every plot failed */
+        char cwd[4096], abs_tmp[sizeof tmp];
+        if (!getcwd(cwd, sizeof cwd) ||
+            snprintf(abs_tmp, sizeof abs_tmp, "%s/%s", cwd, tmp) >= (int)sizeof abs_tmp) {
+            rc = rb_errf(err, errlen, RB_EIO, "report: the temporary directory %s: cannot "
+                         "make its path absolute", tmp);
+            rmdir(tmp);
+            tmp[0] = '\0';
+            goto cleanup;
+        }
+        snprintf(tmp, sizeof tmp, "%s", abs_tmp);
+    }
     snprintf(fn, sizeof fn, "%s/plots.gp", tmp);
     if (!(gp = fopen(fn, "w"))) {
         rc = rb_errf(err, errlen, RB_EIO, "report: %s: %s", fn, strerror(errno));

@@ -592,7 +592,14 @@ static void write_metrics(FILE *o, const rp_file *f, int html)
         const rp_metrics *m = &c->met;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, c->name);
-        rp_cell_num(o, html, m->critical_pair < 0 ? NAN : (double)m->critical_pair, "%.0f");
+        /* critical_pair = np (docs/metrics.md, 1) when every pair completed a turn in
+         * training: no pair of that index exists */
+        if (m->critical_pair >= 0 && m->critical_pair >= c->tab[RP_TAB_PAIRS].n &&
+            c->tab[RP_TAB_PAIRS].n > 0)
+            rp_cell_text(o, html, "none");
+        else
+            rp_cell_num(o, html, m->critical_pair < 0 ? NAN : (double)m->critical_pair,
+                        "%.0f");
         char b[96];
         if (m->d_exact > 0)
             snprintf(b, sizeof b, "%lld", (long long)m->d_exact);
@@ -764,7 +771,7 @@ int rp_write_md(const rp_file *f, const rp_plot *p, size_t np, const char *outdi
     if (plot_note) {
         fprintf(o, "Plots not (all) rendered: ");
         rp_md_esc(o, plot_note);
-        fprintf(o, "\n");
+        fprintf(o, "\n\n"); /* a paragraph of its own: the first figure follows */
     } else if (np == 0)
         fprintf(o, "No complete case has rows to plot.\n");
     for (size_t k = 0; k < np; k++) {

@@ -114,3 +114,23 @@ rb_add_test(NAME report_on_ropebench_run LABELS io
           --file ${RB_IO_DIR}/oracle-np2.h5 ${RB_IO_DIR}/oracle-np2-report
           $<TARGET_FILE:ropebench> report {in} -o {out})
 set_tests_properties(report_on_ropebench_run PROPERTIES FIXTURES_REQUIRED io_oracle_np2)
+# A relative TMPDIR: gnuplot runs inside the temporary directory, whose relative name
+# then named its log relative to itself; every plot failed, the report blamed gnuplot
+# and removed the earlier SVGs. Now: exit 0, SVGs drawn, the temporary directory gone.
+rb_add_test(NAME report_relative_tmpdir LABELS io
+  COMMAND sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && cd \"$1\" && TMPDIR=. \"$2\" report \"$3\" -o out && ls out | grep -q '[.]svg$' && test -z \"$(ls -d ropebench-report-* 2>/dev/null)\""
+          sh ${RB_IO_DIR}/report-reltmp $<TARGET_FILE:ropebench> ${RB_IO_DIR}/oracle-np2.h5)
+set_tests_properties(report_relative_tmpdir PROPERTIES FIXTURES_REQUIRED io_oracle_np2)
+# A study whose every pair completed a turn in training (base 10, head_dim 16, L0 64):
+# critical_pair is the pair count, which the Metrics table showed as a pair index ("8"
+# of pairs 0-7); now "none", checked with every other table by test_report.py.
+rb_add_mpi_test(NAME e2e_no_critical_pair NP 1 COMMAND ${RB_EXE} run -q
+  -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set model.base=10 --set model.head_dim=16
+  --set scaling.methods=none,pi --set study.datasets=gaussian
+  -o ${RB_IO_DIR}/no_critical_pair.h5)
+set_tests_properties(e2e_no_critical_pair PROPERTIES FIXTURES_SETUP io_no_critical_pair)
+rb_add_test(NAME report_no_critical_pair LABELS io
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_report.py
+          --file ${RB_IO_DIR}/no_critical_pair.h5 ${RB_IO_DIR}/no-critical-pair-report
+          $<TARGET_FILE:ropebench> report {in} -o {out})
+set_tests_properties(report_no_critical_pair PROPERTIES FIXTURES_REQUIRED io_no_critical_pair)

@@ -387,6 +387,7 @@ def check_metrics_summary(md, path):
         jd, jb = head.index("D leaves 0 at distance"), head.index("first Δ with negative B(Δ)")
         jh = head.index("needle hit rate against the haystack")
         ja = head.index("needle hit rate among all keys")
+        jc = head.index("critical pair")
     except ValueError:
         fail("Metrics table: header %s" % head)
         return 0
@@ -409,6 +410,11 @@ def check_metrics_summary(md, path):
                     want = "%.0f–%.0f" % (d[nz[0] - 1], d[nz[0]])
             if r[jd] != want:
                 fail("Metrics table, %s: D leaves 0 %r, expected %r" % (r[0], r[jd], want))
+            # critical_pair = the pair count when every pair turned in training: "none"
+            cp = int(c["phase/pairs"].attrs["critical_pair"])
+            want = "none" if cp >= c["phase/pairs/inv_freq"].shape[0] else str(cp)
+            if r[jc] != want:
+                fail("Metrics table, %s: critical pair %r, expected %r" % (r[0], r[jc], want))
             b = int(c["decay/by_distance"].attrs["first_negative_B"])
             if r[jb] != ("none" if b < 0 else str(b)):
                 fail("Metrics table, %s: first negative B %r, file %d" % (r[0], r[jb], b))
@@ -721,6 +727,14 @@ def damaged_cases(cmd, work, good):
             lines[0] or len(svgs) != len(SYNTHETIC_SVGS) - 1:
         fail("NaN share distances: status %d, %d SVGs (want %d): %s" % (
             rc, len(svgs), len(SYNTHETIC_SVGS) - 1, (so + se)[-800:]))
+    # the report's note on it is a paragraph of its own: the first figure after it
+    # joined the note's paragraph when one newline ended it
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    m = re.search(r"^Plots not \(all\) rendered: [^\n]*\n(.*)$", text, re.M)
+    if not m or m.group(1).strip() != "":
+        fail("NaN share distances: the plot note is not followed by a blank line: %r"
+             % (text[text.find("Plots not"):][:300],))
     # non-finite entropy and lse values: left out of the means, and the report says how
     # many (the mean over the finite ones, against numpy)
     def nonfinite(f):
