@@ -279,11 +279,20 @@ int64_t rp_pb_totals(const rp_bench *b, double *tot);
  * both as % of the peaks the run measured (sums over ranks). NaN where unknown. */
 typedef struct {
     double compute_s, gflops, pct_peak, gbps, pct_triad;
+    int peak_comparable;  /* fp32: above 100 % of the FMA peak means the peak read low
+                           * (bf16 products are not FMAs: VDPBF16PS does twice the FLOPs) */
+    int triad_comparable; /* the K/V a rank streams is over 4x the last-level cache the
+                           * file records (or it records none): from memory, as the triad */
 } rp_tput;
 void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t);
 
+/* rp_llc_bytes: the last-level cache size in a topology summary ("..., L3 32 MiB" or
+ * "L3 2 x 16 MiB": 32 MiB), or 0 where it names none. */
+double rp_llc_bytes(const char *summary);
+
 /* rp_tput_tally: a case's throughput t into the counts for rp_tput_over: over[0]/[1]
- * counts it when its % of FMA peak / of triad is above 100, worst[] keeps the highest. */
+ * counts it when its % of FMA peak / of triad is above 100 and the yardstick applies
+ * (peak_comparable / triad_comparable), worst[] keeps the highest. */
 void rp_tput_tally(const rp_tput *t, int over[2], double worst[2]);
 /* rp_tput_over: below a throughput table, one note for each of the FMA peak (k = 0)
  * and the triad (k = 1) when over[k] > 0 cases read above 100 % of it, worst[k] the

@@ -391,11 +391,38 @@ void rp_case_tput(const rp_file *f, const rp_case *c, rp_tput *t)
         triad = f->triad_gbps;
     }
     t->pct_peak = 100.0 * t->gflops / peak;
+    t->peak_comparable = strcmp(c->dtype, "fp32") == 0;
+    t->triad_comparable = 0;
     if (strcmp(c->mode, "probe") == 0 && c->heads > 0 && c->head_dim > 0) {
         double bytes = (double)c->heads * (double)c->seq_len * (double)c->head_dim * 4.0 * 2.0;
         t->gbps = bytes / t->compute_s / 1e9;
         t->pct_triad = 100.0 * t->gbps / triad;
+        const double llc = rp_llc_bytes(rp_attr_get(&f->prov, "topology_summary"));
+        const double ranks = c->timing_ranks > 0 ? (double)c->timing_ranks : 1.0;
+        t->triad_comparable = !(llc > 0) || bytes / ranks > 4.0 * llc;
     }
+}
+
+/* rp_llc_bytes: see report_int.h. */
+double rp_llc_bytes(const char *summary)
+{
+    static const char *const lv[2] = {", L3 ", ", L2 "}; /* (the summary has one) */
+    const char *p = NULL;
+    for (int i = 0; i < 2 && summary && !p; i++)
+        if ((p = strstr(summary, lv[i])))
+            p += strlen(lv[i]);
+    if (!p) return 0.0;
+    double n = 1.0, size = 0.0;
+    char unit[8] = "";
+    if (sscanf(p, "%lf x %lf %7s", &n, &size, unit) != 3) {
+        n = 1.0;
+        if (sscanf(p, "%lf %7s", &size, unit) != 2) return 0.0;
+    }
+    const double m = strncmp(unit, "KiB", 3) == 0   ? 1024.0
+                     : strncmp(unit, "MiB", 3) == 0 ? 1048576.0
+                     : strncmp(unit, "GiB", 3) == 0 ? 1073741824.0
+                                                    : 0.0;
+    return n > 0 && size > 0 ? n * size * m : 0.0;
 }
 
 /* rp_tput_tally: see report_int.h. */
@@ -403,6 +430,8 @@ void rp_tput_tally(const rp_tput *t, int over[2], double worst[2])
 {
     for (int k = 0; k < 2; k++) {
         const double pct = k ? t->pct_triad : t->pct_peak;
+        if (!(k ? t->triad_comparable : t->peak_comparable))
+            continue;
         if (pct > 100.0) { /* (NaN: not counted) */
             over[k]++;
             worst[k] = pct > worst[k] ? pct : worst[k];
