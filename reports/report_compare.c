@@ -366,20 +366,22 @@ static void case_cell(FILE *o, int html, size_t n, const rp_case **cs)
 }
 
 /* Throughput of the cases complete in every file: GFLOP/s and % of each run's own FMA
- * peak, and each file's GFLOP/s over A's. */
+ * peak (probe cases: their K/V GB/s as % of the run's triad, the yardstick of a stream),
+ * and each file's GFLOP/s over A's. */
 static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
 {
     heading(o, html, "Throughput of the cases in every file");
     para(o, html, "GFLOP/s over the slowest rank's compute time (4·d FLOP per visible "
                   "(query, key) pair), as in each file's report; % of the FMA peak that run "
-                  "measured (sums over its ranks); ×A is a file's GFLOP/s over A's, so above "
-                  "1 is faster than A.");
+                  "measured (sums over its ranks), and for probe cases, which stream K and V, "
+                  "their K/V GB/s as % of that run's triad instead; ×A is a file's GFLOP/s "
+                  "over A's, so above 1 is faster than A.");
     if (!common_cases(fs, n)) { /* a sentence, not an empty table (Markdown would take a
                                   * line below it for one of its rows) */
         para(o, html, "No case is complete in every file.");
         return;
     }
-    static const char *const what[3] = {"GFLOP/s", "% of peak", "×A"};
+    static const char *const what[3] = {"GFLOP/s", "% of peak (probe: of triad)", "×A"};
     static const int skip_a[3] = {0, 0, 1};
     const char *cols[1 + 3 * RB_COMPARE_MAX];
     char names[1 + 3 * RB_COMPARE_MAX][48];
@@ -398,8 +400,12 @@ static void write_tput_cmp(FILE *o, const rp_file *fs, size_t n, int html)
             rp_tput t;
             rp_case_tput(&fs[i], cs[i], &t);
             rp_cell_num(o, html, t.gflops, "%.2f");
-            rp_cell_num(o, html, t.pct_peak, "%.1f");
-            t.pct_triad = NAN; /* (this table shows % of peak alone) */
+            const int probe = strcmp(cs[i]->mode, "probe") == 0;
+            rp_cell_num(o, html, probe ? t.pct_triad : t.pct_peak, "%.1f");
+            if (probe) /* (the note follows the column: one yardstick per case) */
+                t.pct_peak = NAN;
+            else
+                t.pct_triad = NAN;
             rp_tput_tally(&t, over[i], worst[i]);
             if (i)
                 rp_cell_num(o, html, t.gflops / ta.gflops, "%.3f");

@@ -59,6 +59,31 @@ def gflops(c):
     return c.attrs["flops"] / c["timing/compute_s"][()].max() / 1e9
 
 
+def pct_of_peak(f, c):
+    """The comparison's % column: full cases % of the run's FMA peak, probe cases their
+    K/V GB/s (K and V read once) as % of its triad."""
+    slow = float(c["timing/compute_s"][()].max())
+    a = c.attrs
+
+    def peak(name):  # the case's own, else /provenance's sum for the same rank and
+        if name in a:  # thread counts (the run that measured them)
+            return float(a[name])
+        p = f["provenance"].get(name)
+        ranks = c["timing/compute_s"].shape[0]
+        th, tf = a.get("threads"), f.attrs.get("threads_per_rank")
+        same = p is not None and p.shape[0] == ranks and \
+            (th is None or tf is None or int(th) == int(tf))
+        return float(np.sum(p[()])) if same else np.nan
+    if text_attr(a["mode"]) == "probe":
+        nbytes = float(a["heads"]) * float(a["seq_len"]) * float(a["head_dim"]) * 8.0
+        return 100.0 * nbytes / slow / 1e9 / peak("triad_gbps")
+    return 100.0 * gflops(c) / peak("peak_fma_gflops")
+
+
+def text_attr(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
 def mean_entropy(c):
     e = c["rows/entropy"][()]
     return float(np.mean(e[np.isfinite(e)]))
@@ -160,6 +185,8 @@ def main():
         e[...] = e[()] * (1 + 1e-3)
         # B's run measured a low FMA peak: its case reads above 100 % of it (noted)
         f["cases"][shifted].attrs["peak_fma_gflops"] = np.float64(20.0)
+        # B's probe case with its run's triad: its % column is of that triad
+        f["cases"][scaled].attrs["triad_gbps"] = np.float64(5.0)
         del f["cases"][gone]
         m = f["bench/median_s"]
         m[0] = m[0] * 2
@@ -232,11 +259,16 @@ def main():
             if r is None:
                 fail(f"throughput: no row for {n}")
                 continue
-            want = [f"{ga:.2f}", f"{gb:.2f}", f"{gb / ga:.3f}"]
+            want = [f"{ga:.2f}", f"{gb:.2f}", f"{gb / ga:.3f}",
+                    num(pct_of_peak(fa, fa['cases'][n]), ".1f"),
+                    num(pct_of_peak(fb, fb['cases'][n]), ".1f")]
             have = [r[head.index("A GFLOP/s")], r[head.index("B GFLOP/s")],
-                    r[head.index("B ×A")]]
+                    r[head.index("B ×A")], r[head.index("A % of peak (probe: of triad)")],
+                    r[head.index("B % of peak (probe: of triad)")]]
             if have != want:
                 fail(f"throughput {n}: {have}, want {want}")
+            if n == scaled and have[4] == "n/a":
+                fail(f"throughput {n}: B's probe case shows no % of its triad")
         # the note under the table: B's one case above 100 % of its run's FMA peak, with
         # the % recomputed here; none for A, whose cases stay below
         c = fb["cases"][shifted]
