@@ -462,6 +462,34 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
     }
     if (html)
         fprintf(o, "</table>\n");
+    /* values the means leave out (as each file's report says): a broken kernel's NaN
+     * rows would otherwise read as a small difference, or as agreement */
+    int any = 0;
+    for (size_t k = 0; k < fs[0].ncases; k++) {
+        const rp_case *cs[RB_COMPARE_MAX];
+        if (!common_case(fs, n, k, cs))
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            if (cs[i]->nonfinite == 0)
+                continue;
+            if (!any)
+                fprintf(o, html ? "<p><strong>Note:</strong> left out of the means as not "
+                                  "finite (NaN or ±inf), entropy and lse values together: "
+                                : "\n**Note:** left out of the means as not finite (NaN or "
+                                  "±inf), entropy and lse values together: ");
+            fprintf(o, "%sin %c, ", any ? "; " : "", (char)('A' + i));
+            if (html)
+                rp_html_esc(o, cs[i]->name);
+            else
+                rp_md_esc(o, cs[i]->name);
+            fprintf(o, " %lld", (long long)cs[i]->nonfinite);
+            any = 1;
+        }
+    }
+    if (any)
+        fprintf(o, html ? ". Those cases' differences compare fewer values than they "
+                          "hold.</p>\n"
+                        : ". Those cases' differences compare fewer values than they hold.\n");
 }
 
 /* Row r of a /bench table as its key "kernel dtype bench d L threads". */
