@@ -807,6 +807,28 @@ static int scaling_mismatch(const rp_file *fs, size_t n, const rp_case **cs, cha
             return 1;
         }
     }
+    /* the build and the run-time switches: a fit across two builds, or with the probe
+     * balance or huge pages on in one run only, measures those, not the rank count
+     * (compared where both files record them: older files lack some) */
+    static const struct {
+        int prov;
+        const char *name, *what;
+    } same[] = {{0, "git_describe", "the build (git_describe)"},
+                {1, "compiler", "the compiler"},
+                {1, "cflags", "the compiler flags"},
+                {1, "environment", "the recorded environment"},
+                {1, "hugepages", "huge pages"}};
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++)
+        for (size_t i = 1; i < n; i++) {
+            const char *x = rp_attr_get(same[k].prov ? &fs[0].prov : &fs[0].root, same[k].name),
+                       *y = rp_attr_get(same[k].prov ? &fs[i].prov : &fs[i].root, same[k].name);
+            if (x && y && strcmp(x, y) != 0) {
+                label(la, sizeof la, 0);
+                label(lc, sizeof lc, i);
+                snprintf(why, len, "%s differs between %s and %s", same[k].what, la, lc);
+                return 1;
+            }
+        }
     size_t ref = n;
     for (size_t i = 0; i < n; i++) {
         const char *c = rp_attr_get(&fs[i].prov, "cpu_model");

@@ -424,6 +424,22 @@ def main():
     _, sec = scaling_section([c1, c2, c4], "cpu")
     if f"| {scaled} |" in sec or f"{scaled} (CPU differs between B and C)" not in sec:
         fail(f"CPUs of B and C differ, A has none: {sec[:600]!r}")
+    # another build or run-time switch in C: not fitted, named (a fit across them
+    # measured those, not the rank count)
+    def env(v):
+        return lambda f: f["provenance"].attrs.__setitem__("environment", np.bytes_(v))
+
+    def build(f):
+        f.attrs["git_describe"] = np.bytes_("v0-other-build")
+    e1 = variant(os.path.join(work, "e1.h5"), a, 1, 0.7, env(""))
+    e2 = variant(os.path.join(work, "e2.h5"), a, 2, 0.1, env(""))
+    for tag, edit, what, ab in (
+            ("env", env("ROPEBENCH_HUGEPAGES=0"), "the recorded environment", [e1, e2]),
+            ("build", build, "the build (git_describe)", [n1, n2])):
+        s4 = variant(os.path.join(work, f"s4-{tag}.h5"), a, 4, 0.35, edit)
+        _, sec = scaling_section(ab + [s4], tag)
+        if f"| {scaled} |" in sec or f"{scaled} ({what} differs between A and C)" not in sec:
+            fail(f"{what} differs in C: fitted or not named: {sec[:600]!r}")
     # a total time of 0 in B: named among the cases not fitted
     z2 = variant(os.path.join(work, "z2.h5"), a, 2, 0.0)
     _, sec = scaling_section([n1, z2, n4], "zero")
