@@ -1064,6 +1064,8 @@ int rb_report_compare(const char *const *paths, int n, const char *outdir, char 
     /* both documents under their temporary names, then both renamed: a comparison that
      * fails half-way leaves the earlier pair as it was */
     if ((rc = rp_make_dirs(outdir, err, errlen)) == RB_OK &&
+        (rc = rp_check_target(outdir, "compare.md", err, errlen)) == RB_OK &&
+        (rc = rp_check_target(outdir, "compare.html", err, errlen)) == RB_OK &&
         (rc = write_doc(fs, (size_t)n, outdir, 0, err, errlen)) == RB_OK)
         rc = write_doc(fs, (size_t)n, outdir, 1, err, errlen);
     if (rc == RB_OK || nread == n) {

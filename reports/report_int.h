@@ -321,6 +321,11 @@ int rp_close_staged(FILE *o, const char *path, char *err, size_t errlen);
 int rp_commit(const char *path, char *err, size_t errlen);
 void rp_discard(const char *path);
 void rp_out_tmp(char *t, size_t n, const char *path);
+/* rp_check_target: whether outdir/name can be created or replaced by rp_commit: RB_OK,
+ * or RB_EIO with one line naming it (a directory or other non-regular file there, or no
+ * write permission), before anything is written, so that a report or comparison that
+ * cannot finish leaves the earlier outputs as they were. */
+int rp_check_target(const char *outdir, const char *name, char *err, size_t errlen);
 /* rp_printable: src into dst[len] for a line on the terminal, every byte that is not
  * printable ASCII (control characters, escape sequences, newlines, non-ASCII) as '?',
  * cut at len - 1 bytes (report_read.c). */

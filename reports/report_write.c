@@ -350,6 +350,22 @@ int rp_commit(const char *path, char *err, size_t errlen)
     return rb_errf(err, errlen, RB_EIO, "report: cannot write %s: %s", path, strerror(e));
 }
 
+/* rp_check_target: see report_int.h. */
+int rp_check_target(const char *outdir, const char *name, char *err, size_t errlen)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    const int exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
+        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",
+                       path);
+    if (access(exists ? path : outdir, W_OK) != 0)
+        return rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
+                       strerror(errno));
+    return RB_OK;
+}
+
 /* rp_discard: see report_int.h. */
 void rp_discard(const char *path)
 {
@@ -1098,16 +1114,11 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", outdir, outs[i]);
         const int exists = stat(path, &st) == 0;
-        if (exists && !S_ISREG(st.st_mode))
-            rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: not a regular file",
-                         path);
-        else if (exists && i == 3 && !ini_is_ours(path))
+        if ((rc = rp_check_target(outdir, outs[i], err, errlen)) == RB_OK && exists &&
+            i == 3 && !ini_is_ours(path))
             rc = rb_errf(err, errlen, RB_EIO,
                          "report: %s exists and no report wrote it (a study of yours?); "
                          "move it, or give -o another directory", path);
-        else if (access(exists ? path : outdir, W_OK) != 0)
-            rc = rb_errf(err, errlen, RB_EIO, "report: cannot create %s: %s", path,
-                         strerror(errno));
     }
     if (rc != RB_OK)
         goto cleanup;

@@ -516,6 +516,21 @@ def main():
         # cases fail; what matters is that the options were read)
         fail(f"compare_results.py --rtol 0 A A (options first): exit {p.returncode}, "
              f"{p.stdout[-200:]!r}")
+    # a target that cannot be replaced (compare.md a directory): refused before anything
+    # is written, so the earlier compare.html stays (the new one was renamed in beside
+    # the old compare.md, a mixed pair)
+    dd = os.path.join(work, "out-target-dir")
+    shutil.rmtree(dd, ignore_errors=True)
+    os.makedirs(os.path.join(dd, "compare.md"))
+    with open(os.path.join(dd, "compare.html"), "w") as fh:
+        fh.write("old comparison\n")
+    p = subprocess.run([exe, "report", a, b, "-o", dd], capture_output=True, text=True)
+    left = sorted(os.listdir(dd))
+    if p.returncode == 0 or "compare.md: not a regular file" not in p.stderr or \
+            open(os.path.join(dd, "compare.html")).read() != "old comparison\n" or \
+            left != ["compare.html", "compare.md"]:
+        fail(f"compare into a directory named compare.md: exit {p.returncode}, "
+             f"{p.stderr.strip()!r}, left {left}")
     print(f"{'FAIL' if failures else 'ok  '} compare: {len(failures)} failures")
     return 1 if failures else 0
 
