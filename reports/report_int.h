@@ -117,7 +117,6 @@ typedef struct {
     /* pair_share/share [share_bins][share_pairs] and its bin distances (probe) */
     double *share, *share_dist;
     int64_t share_bins, share_pairs;
-    int64_t rotary_pairs; /* rotary_dim / 2 (-1 if unknown) */
     rp_metrics met;
     int has_metrics;
 } rp_case;

@@ -152,7 +152,8 @@ static const rp_kind kinds[RP_K_COUNT] = {
     [RP_K_NEEDLE_MASS] = {"needle-mass", "needle distance (tokens)",
                           "attention mass on the needle",
                           "Attention mass exp(s_needle - lse) each query puts on its needle, "
-                          "against needle distance, log x and y axes, all heads",
+                          "against needle distance, log x and y axes (a mass of 0, an "
+                          "underflow, has no place on them and is left out), all heads",
                           RP_TAB_NEEDLES, RP_NEEDLE_DIST, 1, {RP_NEEDLE_MASS}, {""}, .logx = 1,
                           .logy = 1, .points = 1},
     [RP_K_PRECISION] = {"precision", "query position (tokens)", "error (rad, logit units, nats) or ratio",

@@ -398,7 +398,7 @@ cleanup:
 void rp_write_bench(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "threads",
-                                 "median s", "GFLOP/s", "GB/s", "% of peak", "peak",
+                                 "median s", "CV %", "GFLOP/s", "GB/s", "% of peak", "peak",
                                  "ideal % of triad"};
     const rp_bench *b = &f->bench;
     if (b->t.n <= 0 && !b->unreadable)
@@ -413,7 +413,9 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
         return;
     }
     fprintf(o, "The /bench group written by ropebench bench -o (docs/bench.md): the median of "
-               "the timed calls of each row. %% of peak is GFLOP/s over the FMA peak of the "
+               "the timed calls of each row, and their coefficient of variation (CV, the "
+               "run-to-run noise: a difference between rows smaller than it is not one). "
+               "%% of peak is GFLOP/s over the FMA peak of the "
                "row's thread count for causal rows, and GB/s over the triad bandwidth for "
                "probe and rope rows (column peak), both measured by the same bench run. "
                "Ideal %% of triad (probe rows) is what the same run's probe overlap reached: "
@@ -423,17 +425,22 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
     static const char *pk[] = {"peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                                "triad_gbps_all", "tile_ceiling_gflops_1thread",
                                "dpbf16_peak_gflops_1thread"};
-    static const char *pl[] = {"FMA peak %.1f GFLOP/s (1 thread)", ", %.1f GFLOP/s (all threads)",
-                               "; triad %.1f GB/s (1 thread)", ", %.1f GB/s (all threads)",
-                               "; register-tile ceiling %.1f GFLOP/s (1 thread)",
-                               "; VDPBF16PS peak %.1f GFLOP/s (1 thread)"};
-    fprintf(o, " That run measured: ");
+    static const char *pl[] = {"FMA peak %.1f GFLOP/s (1 thread)", "FMA peak %.1f GFLOP/s (all threads)",
+                               "triad %.1f GB/s (1 thread)", "triad %.1f GB/s (all threads)",
+                               "register-tile ceiling %.1f GFLOP/s (1 thread)",
+                               "VDPBF16PS peak %.1f GFLOP/s (1 thread)"};
+    int said = 0; /* (the peaks the file holds, "; " between them; none: said so) */
     for (size_t i = 0; i < sizeof pk / sizeof pk[0]; i++) {
         const char *v = attr_value(&b->attrs, pk[i]);
         double x = v ? strtod(v, NULL) : NAN;
-        if (x > 0)
+        if (x > 0) {
+            fprintf(o, said ? "; " : " That run measured: ");
             fprintf(o, pl[i], x);
+            said = 1;
+        }
     }
+    if (!said)
+        fprintf(o, " The file does not hold the peaks that run measured");
     const char *cpu = attr_value(&b->attrs, "cpu_model");
     if (cpu) {
         fprintf(o, " on ");
@@ -449,15 +456,16 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
             html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
     static const int num[] = {RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS,
-                              RP_BENCH_MEDIAN, RP_BENCH_GFLOPS, RP_BENCH_GBPS};
-    static const char *fmt[] = {"%.0f", "%.0f", "%.0f", "%.4g", "%.2f", "%.2f"};
+                              RP_BENCH_MEDIAN, RP_BENCH_CV, RP_BENCH_GFLOPS, RP_BENCH_GBPS};
+    static const char *fmt[] = {"%.0f", "%.0f", "%.0f", "%.4g", "%.1f", "%.2f", "%.2f"};
     for (int64_t i = 0; i < b->t.n; i++) {
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, b->kernel[i]);
         rp_cell_text(o, html, b->dtype[i]);
         rp_cell_text(o, html, b->bench[i]);
         for (size_t j = 0; j < sizeof num / sizeof num[0]; j++)
-            rp_cell_num(o, html, b->t.col[num[j]][i], fmt[j]);
+            rp_cell_num(o, html, b->t.col[num[j]][i] * (num[j] == RP_BENCH_CV ? 100.0 : 1.0),
+                        fmt[j]);
         rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_FRACTION][i], "%.1f");
         rp_cell_text(o, html, isnan(b->t.col[RP_BENCH_GBPS][i]) ? "FMA" : "triad");
         rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_OVERLAP][i], "%.1f");

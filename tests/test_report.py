@@ -304,17 +304,18 @@ def check_bench(md, path):
         for i, r in enumerate(rows):
             gbps = float(g["gbps"][i])
             want_t = [text(g[k][i]) for k in ("kernel", "dtype", "bench")]
-            want_n = [float(g[k][i]) for k in ("head_dim", "seq_len", "threads", "median_s",
-                                               "gflops", "gbps")]
+            want_n = [float(g[k][i]) for k in ("head_dim", "seq_len", "threads", "median_s")]
+            want_n.append(100.0 * float(g["cv"][i]))  # CV in %
+            want_n += [float(g[k][i]) for k in ("gflops", "gbps")]
             want_n.append(100.0 * float(g["fraction_of_peak"][i]))
             ok = r[:3] == want_t and all(close(cell, v, absol=0.06)
-                                         for cell, v in zip(r[3:10], want_n))
-            ok = ok and r[10] == ("FMA" if math.isnan(gbps) else "triad")
+                                         for cell, v in zip(r[3:11], want_n))
+            ok = ok and r[11] == ("FMA" if math.isnan(gbps) else "triad")
             # the probe overlap's fraction, n/a where the file has none (before 2026-12-02)
             # and on rows that are not probe rows
             oc = float(g["overlap_ceiling"][i]) if "overlap_ceiling" in g else math.nan
-            ok = ok and len(r) == 12 and (r[11] == "n/a" if math.isnan(oc)
-                                          else close(r[11], 100.0 * oc, absol=0.06))
+            ok = ok and len(r) == 13 and (r[12] == "n/a" if math.isnan(oc)
+                                          else close(r[12], 100.0 * oc, absol=0.06))
             if not ok:
                 fail("bench row %d: %s, expected %s %s" % (i, r, want_t, want_n))
         check_breakdown_table(md, g)
@@ -598,6 +599,24 @@ def damaged_cases(cmd, work, good):
         with h5py.File(path, "a") as f:
             edit(f)
         return path
+
+    # /bench without the peaks its run measured: the sentence says so (it read "That run
+    # measured: ." or began with "; triad" when only some were missing)
+    def no_peaks(f):
+        for k in list(f["bench"].attrs):
+            if "peak" in k or "triad" in k or "ceiling" in k:
+                del f["bench"].attrs[k]
+    if "bench" in h5py.File(good, "r"):
+        p = variant("bench-no-peaks", no_peaks)
+        out = os.path.join(work, "out-bench-no-peaks")
+        rc, so, se = fresh(p, out)
+        md = open(os.path.join(out, "report.md")).read() if rc == 0 else ""
+        if rc != 0 or "The file does not hold the peaks that run measured" not in md or \
+                "measured: ." in md or "measured: ;" in md:
+            fail("bench without peaks: rc %d, %r" % (rc, md[md.find("## Throughput: "
+                                                                   "ropebench"):][:900]))
+    else:
+        fail("bench without peaks: the synthetic file has no /bench to edit")
 
     # links and storage outside the file are not followed
     secret = os.path.join(work, "outside.bin")
