@@ -97,6 +97,17 @@ static int h5_fail(char *err, size_t errlen, int code, const char *file, int lin
         }                                                                              \
     } while (0)
 
+/* H5TRY for the local steps before a collective H5Dwrite: a failure goes to the
+ * function's `ready:` label, where every rank agrees before any of them writes (one that
+ * failed alone would leave the others inside H5Dwrite). */
+#define H5PRE(expr, call)                                                              \
+    do {                                                                               \
+        if ((expr) < 0) {                                                              \
+            rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, call);         \
+            goto ready;                                                                \
+        }                                                                              \
+    } while (0)
+
 /* Agree on a local status: every rank gets the most negative code of all ranks, so
  * that a local failure never leaves the others blocked in a later collective. When the
  * failure is another rank's, rank 0 gets that rank's message (with "on rank N"), since
@@ -363,7 +374,20 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
             r->file = create ? H5Fcreate(second, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
                              : H5Fopen(second, H5F_ACC_RDWR, fapl);
         }
-        H5TRY(r->file, create ? "H5Fcreate" : "H5Fopen");
+        int mm[2] = {r->file >= 0, -(r->file >= 0)}; /* every rank's, any rank's */
+        MPI_Allreduce(MPI_IN_PLACE, mm, 2, MPI_INT, MPI_MIN, r->comm);
+        if (r->file < 0)
+            rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path,
+                         create ? "H5Fcreate" : "H5Fopen");
+        if (!mm[0] && mm[1] < 0) {
+            /* open on some ranks only: the failing rank's line reaches rank 0; the file
+             * stays open where it opened, since its close is collective and the others
+             * would never join it (the run ends) */
+            rc = agree(r, rc, err, errlen, path);
+            r->file = H5I_INVALID_HID;
+        }
+        if (rc != RB_OK)
+            goto cleanup;
     }
     r->dirty = create;
     if (r->rank == 0) {
@@ -622,7 +646,9 @@ cleanup:
         H5Sclose(sp);
     if (o >= 0)
         H5Oclose(o);
-    return rc;
+    /* (as a dataset write: a rank that failed alone must not leave the others to wait
+     * in the next collective) */
+    return agree(r, rc, err, errlen, path);
 }
 
 /* Fixed-length, null-terminated UTF-8 string type of size n (>= 1). */
@@ -1005,16 +1031,18 @@ static int write_root(rb_results *r, const char *path, hid_t ft, hid_t mt, int r
         return rc;
     rc = dset_create(r, path, ft, rank, dims, &d, &fs, err, errlen);
     if (rc != RB_OK)
-        goto cleanup;
+        goto ready;
     if (total > 0) {
-        H5TRY(ms = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");
+        H5PRE(ms = H5Screate_simple(rank, dims, NULL), "H5Screate_simple");
         if (r->rank != root) {
-            H5TRY(H5Sselect_none(fs), "H5Sselect_none");
-            H5TRY(H5Sselect_none(ms), "H5Sselect_none");
+            H5PRE(H5Sselect_none(fs), "H5Sselect_none");
+            H5PRE(H5Sselect_none(ms), "H5Sselect_none");
             data = dummy;
         }
-        H5TRY(H5Dwrite(d, mt, ms, fs, r->dxpl, data), "H5Dwrite");
     }
+ready:
+    if ((rc = agree(r, rc, err, errlen, path)) == RB_OK && total > 0)
+        H5TRY(H5Dwrite(d, mt, ms, fs, r->dxpl, data), "H5Dwrite");
 cleanup:
     if (ms >= 0)
         H5Sclose(ms);
@@ -1138,15 +1166,15 @@ static int write_rows(rb_results *r, const char *path, hid_t ft, hid_t mt, int h
         dims[nd++] = (hsize_t)row_len;
     rc = dset_create(r, path, ft, nd, dims, &d, &fs, err, errlen);
     if (rc != RB_OK)
-        goto cleanup;
+        goto ready;
 
     hsize_t nmem = (hsize_t)n_local * (has_heads ? (hsize_t)heads : 1) *
                    (row_len > 0 ? (hsize_t)row_len : 1);
-    H5TRY(ms = H5Screate_simple(1, nmem > 0 ? &nmem : (hsize_t[]){1}, NULL),
+    H5PRE(ms = H5Screate_simple(1, nmem > 0 ? &nmem : (hsize_t[]){1}, NULL),
           "H5Screate_simple");
-    H5TRY(H5Sselect_none(fs), "H5Sselect_none");
+    H5PRE(H5Sselect_none(fs), "H5Sselect_none");
     if (nmem == 0) {
-        H5TRY(H5Sselect_none(ms), "H5Sselect_none");
+        H5PRE(H5Sselect_none(ms), "H5Sselect_none");
         local = dummy;
     }
     for (int i = 0; i < nruns; i++) {
@@ -1167,10 +1195,11 @@ static int write_rows(rb_results *r, const char *path, hid_t ft, hid_t mt, int h
             start[k] = 0, stride[k] = 1, count[k] = 1, block[k] = (hsize_t)row_len;
             k++;
         }
-        H5TRY(H5Sselect_hyperslab(fs, H5S_SELECT_OR, start, stride, count, block),
+        H5PRE(H5Sselect_hyperslab(fs, H5S_SELECT_OR, start, stride, count, block),
               "H5Sselect_hyperslab");
     }
-    if (n_total > 0)
+ready:
+    if ((rc = agree(r, rc, err, errlen, path)) == RB_OK && n_total > 0)
         H5TRY(H5Dwrite(d, mt, ms, fs, r->dxpl, local), "H5Dwrite");
 cleanup:
     if (ms >= 0)
