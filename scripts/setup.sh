@@ -19,6 +19,7 @@ if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "setup: not root and no sudo; install as root: apt-get install ${missing[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# (through env: sudo's env_reset would drop an exported DEBIAN_FRONTEND, and a package
+# that asks a question would then wait for an answer no one gives)
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
