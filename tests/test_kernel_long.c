@@ -117,7 +117,8 @@ static void check(const rb_kernel_ops *op, int64_t nq, int64_t nk, int d, int th
         double mx = 0, e = 0;
         for (int j = 0; j < d; j++) {
             mx = fmax(mx, fabs(orf[i * d + j]));
-            e = fmax(e, fabs(oa[r * d + j] - orf[i * d + j]));
+            const double dj = fabs(oa[r * d + j] - orf[i * d + j]);
+            e = isnan(dj) || isnan(e) ? NAN : fmax(e, dj); /* (fmax drops a NaN) */
         }
         if (e / mx > eo || e != e) {
             eo = e / mx;

@@ -184,7 +184,7 @@ static void test_rotation(int head_dim, int rotary_dim, rb_rope_layout layout, d
             double ulp = nextafterf(big, INFINITY) - big;
             double allowed = ulp + 1e-12 * mag;
             double e = fabs((double)ra[i] - (double)rb[i]) / allowed;
-            if (!(e <= worst)) {
+            if (!(e <= worst) && !isnan(worst)) { /* (a NaN stays the worst) */
                 worst = e;
                 wr = r;
                 wi = i;
