@@ -351,19 +351,19 @@ static void bcast_str(char *buf, int cap, MPI_Comm comm)
  * be one choice: the kernel (ROPEBENCH_ISA, or a CPU that differs between nodes), the
  * thread count (OMP_NUM_THREADS, OMP_THREAD_LIMIT) and the study (a -c file that
  * differs between nodes gives other cases: the ranks would wait in different
- * collectives). A rank that differs from rank 0 refuses the run with one line naming
- * both values (agree_refusal); returns 1 then. Otherwise 0, and ops.detail (how the
- * kernel computes, for the record: AMX granted or not) is rank 0's on every rank, as
- * the results file's attributes must be identical everywhere. */
+ * collectives), and how the kernel computes (ops.detail: AMX tiles or VDPBF16PS). A rank that differs from rank 0 refuses the run with one line naming
+ * both values (agree_refusal); returns 1 then. Otherwise 0, and ops.detail points to
+ * the rank's copy (identical on every rank, as the file's attributes must be). */
 static int check_same_setup(rb_run *r)
 {
-    char name[64], mine[sizeof r->err];
+    char name[64], mine[sizeof r->err], own_detail[sizeof r->kernel_detail];
     uint64_t hash = 1469598103934665603ull; /* FNV-1a of the study's text */
     for (const char *t = r->cfg->text; t && *t; t++)
         hash = (hash ^ (unsigned char)*t) * 1099511628211ull;
     uint64_t h0 = hash;
     int threads = rb_kernels_threads(), t0 = threads, failed = 1;
     snprintf(name, sizeof name, "%s", r->ops.name);
+    snprintf(own_detail, sizeof own_detail, "%s", r->ops.detail);
     snprintf(r->kernel_detail, sizeof r->kernel_detail, "%s", r->ops.detail);
     bcast_str(name, (int)sizeof name, r->comm);
     bcast_str(r->kernel_detail, (int)sizeof r->kernel_detail, r->comm);
@@ -374,6 +374,10 @@ static int check_same_setup(rb_run *r)
         snprintf(mine, sizeof mine, "this rank chose kernel %s and rank 0 %s (ROPEBENCH_ISA, "
                  "or the CPUs, differ between the ranks); set ROPEBENCH_ISA to a kernel "
                  "every rank's CPU has", r->ops.name, name);
+    else if (strcmp(own_detail, r->kernel_detail) != 0)
+        snprintf(mine, sizeof mine, "kernel %s computes here as '%s' and on rank 0 as '%s' "
+                 "(ROPEBENCH_BF16_AMX, or the CPUs, differ between the ranks); give every "
+                 "rank the same", name, RB_ESC(own_detail), RB_ESC(r->kernel_detail));
     else if (threads != t0)
         snprintf(mine, sizeof mine, "this rank runs %d thread(s) and rank 0 %d "
                  "(OMP_NUM_THREADS or OMP_THREAD_LIMIT differ between the ranks); give "

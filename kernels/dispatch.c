@@ -230,6 +230,31 @@ rb_rope_apply_fn rb_kernels_rope_fast(const char **name)
     return rb_rope_apply;
 }
 
+/* What this CPU (or its OS) lacks for an AVX-512 variant (name "avx512...") into buf
+ * ("avx512dq, avx512_bf16", or "ZMM state, which the OS does not save (XCR0)"); ""
+ * for the others. */
+static void missing_features(const rb_cpu_info *ci, const char *name, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    if (strncmp(name, "avx512", 6) != 0)
+        return;
+    const struct {
+        int have;
+        const char *what;
+    } need[] = {{ci->avx512f, "avx512f"},
+                {ci->avx512bw, "avx512bw"},
+                {ci->avx512vl, "avx512vl"},
+                {ci->avx512dq, "avx512dq"},
+                {strcmp(name, "avx512_bf16") != 0 || ci->avx512_bf16, "avx512_bf16"},
+                {ci->os_zmm, "ZMM state, which the OS does not save (XCR0)"}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0] && o < n; i++)
+        if (!need[i].have) {
+            int k = snprintf(buf + o, n - o, "%s%s", o ? ", " : "", need[i].what);
+            o += k > 0 ? (size_t)k : 0;
+        }
+}
+
 /* "a, b, c": names of the variants that are built and supported here. */
 static void list_available(const rb_cpu_info *ci, char *buf, size_t len)
 {
@@ -299,11 +324,15 @@ int rb_kernels_select_dtype(const char *override, const char *dtype, rb_kernel_o
             return rb_errf(err, errlen, RB_EUNSUPPORTED,
                            "ROPEBENCH_ISA=%s: not built in this version (available: %s)",
                            override, avail);
-        if (!kv->supported(&ci))
+        if (!kv->supported(&ci)) {
+            char miss[160];
+            missing_features(&ci, kv->name, miss, sizeof miss);
             return rb_errf(err, errlen, RB_EUNSUPPORTED,
-                           "ROPEBENCH_ISA=%s: not supported by this CPU (%s) "
+                           "ROPEBENCH_ISA=%s: not supported by this CPU (%s)%s%s "
                            "(available: %s)",
-                           override, ci.model[0] ? ci.model : "unknown model", avail);
+                           override, ci.model[0] ? ci.model : "unknown model",
+                           miss[0] ? ": it lacks " : "", miss, avail);
+        }
         if (strcmp(kv->dtype, dtype) != 0)
             return rb_errf(err, errlen, RB_EUNSUPPORTED,
                            "ROPEBENCH_ISA=%s computes %s, but study.dtype = %.8s",

@@ -201,7 +201,11 @@ typedef struct {
 /* Fill *ci from cpuid + xgetbv. Never fails; unknown fields stay 0. */
 void rb_cpu_detect(rb_cpu_info *ci);
 
-/* Signature of every RoPE application variant: the contract of rb_rope_apply. */
+/* Signature of every RoPE application variant: the contract of rb_rope_apply, except
+ * that a fast variant may form the angle otherwise than as one rounding of
+ * rb_rope_phase(pos, f): rb_rope_apply_avx512 generates it by a recurrence within
+ * 1e-12 rad of it up to position 2^32 (kernels/avx512/rb_avx512.h), far below the float
+ * output's rounding. */
 typedef void (*rb_rope_apply_fn)(float *x, int64_t n_rows, size_t row_stride,
                                  const int64_t *pos, const double *inv_freq, int head_dim,
                                  int rotary_dim, rb_rope_layout layout,

@@ -63,12 +63,12 @@ static void phase_errors(const int64_t *pos, int64_t n, const double *f, int hal
             double cc = c[r * half + j], ss = s[r * half + j];
             double e = fabs(wrap_pi(atan2(ss, cc) - rb_rope_phase(pos[r], f[j])));
             double nrm = fabs(sqrt(cc * cc + ss * ss) - 1.0);
-            if (e > *worst_angle) {
+            if (!(e <= *worst_angle) && !isnan(*worst_angle)) { /* (a NaN stays) */
                 *worst_angle = e;
                 *worst_pos = pos[r];
                 *worst_freq = f[j];
             }
-            if (nrm > *worst_norm) *worst_norm = nrm;
+            if (!(nrm <= *worst_norm) && !isnan(*worst_norm)) *worst_norm = nrm;
         }
 cleanup:
     free(c);
@@ -140,6 +140,32 @@ static void make_positions(int64_t *p, int64_t n, pos_kind k)
     case P_DUPS: for (int64_t i = 0; i < n; i++) p[i] = 1000 + i / 3; break;
     default: break;
     }
+}
+
+/* The recurrence's angle bound on the rotation test's position patterns, shifted to end
+ * just below 2^32: steps that change inside a block (zigzag's chunk switch, gaps,
+ * repeats, unsorted positions), which the constant-step sequences above never have. */
+static void test_phase_patterns(void)
+{
+    enum { HALF = 64, N = 3 * RB_ROPE_ANCHOR + 17 };
+    double f[HALF], wa = 0, wn = 0, wf = 0;
+    int64_t pos[N], wp = 0;
+    make_inv_freq(f, HALF, 10000.0);
+    for (int k = 0; k < P_COUNT; k++) {
+        make_positions(pos, N, (pos_kind)k);
+        int64_t mx = 0;
+        for (int i = 0; i < N; i++) mx = pos[i] > mx ? pos[i] : mx;
+        for (int i = 0; k != P_HIGH && i < N; i++) pos[i] += TWO32 - 1 - mx;
+        phase_errors(pos, N, f, HALF, &wa, &wn, &wp, &wf);
+        if (!(wa <= 1e-12) || !(wn <= 1e-12)) {
+            printf("FAIL phase bound, positions %s near 2^32: angle %.3e (pos %lld, inv_freq "
+                   "%.6g) or norm %.3e above 1e-12\n", pos_names[k], wa, (long long)wp, wf,
+                   wn);
+            failures++;
+            return;
+        }
+    }
+    printf("phase bound on the rotation patterns near 2^32: worst angle error %.3e rad\n", wa);
 }
 
 static void test_rotation(int head_dim, int rotary_dim, rb_rope_layout layout, double af,
@@ -228,6 +254,7 @@ int main(void)
 {
     rb_test_require_avx512();
     test_phase_bound();
+    test_phase_patterns();
     test_edges();
     const int shapes[][2] = {{128, 128}, {64, 64}, {128, 64}, {128, 32}, {256, 256},
                              {96, 96},   {80, 48}, {10, 10},  {2, 2},    {18, 6}};
