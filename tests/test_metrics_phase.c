@@ -373,9 +373,30 @@ static void test_threads_and_errors(void)
     }
 }
 
+/* A non-integer distance with a frequency above 1 rad per token (a LongRoPE factor below
+ * 1 allows it): f * theta' adds more than 3 pi to the integer part's phase, which one
+ * shift of 2 pi did not bring back to [-pi, pi] (D read 43.2 rad, above pi). */
+static void test_distance_fraction_high_freq(void)
+{
+    const double th[1] = {100.0}, w[1] = {1.0}, dl[1] = {2.5};
+    const int band[1] = {0};
+    double D[1], Db[3], oc[1], oe[1];
+    char err[256];
+    int rc = rb_metrics_phase_distance(th, th, w, band, 1, 2, dl, 1, D, Db, oc, oe, err,
+                                       sizeof err);
+    /* trained t in {0, 1}: min over t of |wrap(100 * 2.5 - 100 t)| */
+    const double want = fmin(fabs(remainder(250.0, 2 * M_PI)), fabs(remainder(150.0, 2 * M_PI)));
+    char params[160];
+    snprintf(params, sizeof params, "theta 100, delta 2.5, L0 2: rc %d, D %.17g, want %.17g",
+             rc, rc == 0 ? D[0] : NAN, want);
+    check(rc == 0 && fabs(D[0] - want) <= 1e-9, "D at a fractional distance, theta > 1",
+          params);
+}
+
 int main(void)
 {
     test_bins();
+    test_distance_fraction_high_freq();
     test_bands();
     test_pairs();
     test_distance_none();

@@ -34,13 +34,18 @@ static inline double wrap1(double x)
 }
 
 /* theta * x reduced to [-pi, pi] for a real x >= 0 (< 2^53): the integer part goes
- * through the exact reduction, the fraction (< 1, so f*theta < 1 rad) is added. */
+ * through the exact reduction, the fraction's f*theta (f < 1) is added; below 2pi rad
+ * (every theta <= 1, base frequencies) one shift wraps it, above (a LongRoPE factor
+ * below 1 gives theta > 1) it is reduced whole. */
 static double phase_real(double x, double theta)
 {
     double n = floor(x);
     double f = x - n; /* exact */
     double p = rb_rope_phase((int64_t)n, theta);
-    return f != 0.0 ? wrap1(p + f * theta) : p;
+    if (f == 0.0)
+        return p;
+    const double a = p + f * theta;
+    return fabs(a) <= 3.0 * RB_MP_PI ? wrap1(a) : wrap1(remainder(a, RB_MP_2PI));
 }
 
 int rb_metrics_bins(int64_t L, int nbins, int64_t *edges)
