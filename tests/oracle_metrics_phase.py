@@ -292,6 +292,9 @@ def main():
         span, mx, turns, ood, crit = pairs(c["theta"], c["thetap"], c["L0"], c["L"])
         report(int(r["critical"][0]) == crit, "critical pair", c,
                f"got {r['critical'][0]} want {crit}")
+        # every pair and every distance answered (zip would stop at the shorter list)
+        report(len(r["pair"]) == len(span), "phase table length", c,
+               f"got {len(r['pair'])} rows want {len(span)}")
         for j, row in enumerate(r["pair"]):
             ok = (close(row[0], span[j]) and close(row[1], mx[j]) and close(row[2], turns[j])
                   and int(row[3]) == ood[j])
@@ -301,12 +304,16 @@ def main():
             report(False, "phase distance", c, r["dist"])
             continue
         want = distance(c["theta"], c["thetap"], c["w"], band, c["L0"], c["deltas"])
+        report(len(r["dist"]) == len(want), "phase distance length", c,
+               f"got {len(r['dist'])} rows want {len(want)}")
         for i, (g, o) in enumerate(zip(r["dist"], want)):
             ok = all(close(a, b) for a, b in zip(g, o))
             report(ok, "D, D_high, D_mid, D_low, ood_count, ood_energy", c,
                    f"w {kinds[cases.index(c) % 4]} delta {c['deltas'][i]:.17g}: got {g} "
                    f"want {o}")
         want = decay(c["thetap"], c["deltas"])
+        report(len(r["decay"]) == len(want), "decay length", c,
+               f"got {len(r['decay'])} rows want {len(want)}")
         for i, (g, o) in enumerate(zip(r["decay"], want)):
             report(close(g[0], o[0]) and close(g[1], o[1]), "roformer bound, B", c,
                    f"delta {c['deltas'][i]:.17g}: got {g} want {o}")
