@@ -97,9 +97,9 @@ static void h5_reason(char *buf, size_t len)
 static void external_name(const char *path, hid_t dset, const char *ename, char *out,
                           size_t len)
 {
-    char pre[1024] = "";
+    char pre[PATH_MAX] = "";
     const char *env = getenv("HDF5_EXTFILE_PREFIX");
-    if (env) {
+    if (env && *env) { /* (an empty one is no prefix to HDF5: the property then) */
         snprintf(pre, sizeof pre, "%s", env);
     } else {
         const hid_t dapl = H5Dget_access_plist(dset);
@@ -206,7 +206,7 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
             }
         }
         for (int e = 0, ne = why ? 0 : H5Pget_external_count(pl); !why && e < ne; e++) {
-            char ename[256] = "", full[1536];
+            char ename[PATH_MAX] = "", full[2 * PATH_MAX + 2];
             off_t off = 0;
             hsize_t esz = 0;
             const int got = H5Pget_external(pl, (unsigned)e, sizeof ename, ename, &off, &esz);
@@ -250,7 +250,13 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
         goto cleanup;
     }
     size_t size = H5Tget_size(type);
-    if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2)) {
+    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    /* a float HDF5 converts to float32 exactly: at most float's 8 exponent and 23
+     * mantissa bits (float16, bfloat16, float32 in either byte order); a 4-byte type
+     * with a wider exponent would turn finite values into inf or 0 */
+    const int narrow = H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0 &&
+                       esize <= 8 && msize <= 23;
+    if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2) || !narrow) {
         type_name(type, tn, sizeof tn);
         rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
                      "%s: dataset %s has type %s, expected float32 or float16", p, name,
@@ -322,7 +328,10 @@ static int open_file(rb_dataset_source *s, char *err, size_t errlen)
     int partial = 0;
     for (int t = 0; t < 3; t++) {
         H5D_space_status_t st = H5D_SPACE_STATUS_ERROR;
-        if (H5Dget_space_status(s->dset[t], &st) < 0 || st == H5D_SPACE_STATUS_PART_ALLOCATED)
+        /* (never written at all as well: ranks with rows and a rank with none could
+         * take different paths through a collective read of fill values) */
+        if (H5Dget_space_status(s->dset[t], &st) < 0 ||
+            st == H5D_SPACE_STATUS_PART_ALLOCATED || st == H5D_SPACE_STATUS_NOT_ALLOCATED)
             partial = 1;
     }
     H5Eclear2(H5E_DEFAULT);
@@ -520,8 +529,9 @@ int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t
                 rc = rb_errf(msg, sizeof msg, RB_EFORMAT,
                              isfinite(row[i])
                                  ? "%s: dataset %s has a value too large (%s) at "
-                                   "[%d][%lld][%d]: beyond 1e15 its scores would overflow "
-                                   "float32"
+                                   "[%d][%lld][%d]: beyond 1e15 float32 sums of its "
+                                   "products (scores, or the weighted sums of v) would "
+                                   "overflow"
                                  : "%s: dataset %s has a non-finite value (%s) at "
                                    "[%d][%lld][%d]",
                              src->path, tensor_names[t], val, head,

@@ -128,8 +128,10 @@ int rb_dataset_open(rb_dataset_source **src, const rb_dataset *ds, MPI_Comm comm
  * into out (row r at out + r*head_dim), as rb_dataset_fill would generate them; for
  * file, the rows of the file converted to float (float16 exactly). Collective for
  * file: every rank calls it with the same (t, head), each with its own positions (n may
- * be 0; any order, repeats allowed); each rank reads only its rows. Errors: head or a
- * position outside what open checked, or a read failure: RB_EINVAL / RB_EIO. */
+ * be 0; any order, repeats allowed); each rank reads only its rows. Errors (the same
+ * code on every rank): head or a position outside what open checked: RB_EINVAL; a read
+ * failure: RB_EIO; a value that is not finite or beyond 1e15 in magnitude: RB_EFORMAT,
+ * naming the first such value by [head][position][dim]; no memory: RB_ENOMEM. */
 int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t *pos,
                     int64_t n, float *out, char *err, size_t errlen);
 

@@ -47,6 +47,8 @@ rb_file_error(null_k "null_k.h5: dataset k has rank 0 \\(shape empty: no data\\)
   ${_run} --set file.path=${RB_DF_WORK}/null_k.h5)
 rb_file_error(int32 "int32.h5: dataset k has type int32, expected float32 or float16"
   ${_run} --set file.path=${RB_DF_WORK}/int32.h5)
+rb_file_error(wide_exponent "wide_exp.h5: dataset k has type .*, expected float32 or float16"
+  ${_run} --set file.path=${RB_DF_WORK}/wide_exp.h5)
 rb_file_error(short "short.h5: dataset k has shape \\[3\\]\\[100\\]\\[32\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
   ${_run} --set file.path=${RB_DF_WORK}/short.h5)
 rb_file_error(small_head_dim "small_d.h5: dataset k has shape \\[3\\]\\[500\\]\\[16\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
@@ -188,7 +190,7 @@ set_tests_properties(dataset_file_run_colon_nfs PROPERTIES WORKING_DIRECTORY ${R
 
 # a chunked k partly written (chunks never allocated read as the fill value, 0, as h5py
 # reads them), plain, gzip, and one head never written: the run's inputs are the file's
-foreach(pf partial partial_gzip partial_head)
+foreach(pf partial partial_gzip partial_head chunk_f16 gzip_f32 be_f32 unwritten_v)
   set(_res ${RB_DF_WORK}/run_${pf}.h5)
   rb_add_test(NAME dataset_file_run_${pf} TIMEOUT 240 COMMAND ${RB_PYTHON} ${RB_DF} run
     ${RB_DF_WORK}/${pf}.h5 ${_res} -- ${RB_MPIEXEC_CMD} 2 $<TARGET_FILE:ropebench> run -q

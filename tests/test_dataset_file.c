@@ -75,7 +75,9 @@ int main(int argc, char **argv) {
         }
     }
     /* unsorted positions with repeats: rank r reads positions L-1-r, L-1-r-N, ... twice
-     * over, in decreasing order (a rank may read none) */
+     * over, in decreasing order (a rank may read none); every rank checks its own reads
+     * against rank 0's contiguous values */
+    MPI_Bcast(ref, (int)(3 * per_t), MPI_FLOAT, 0, MPI_COMM_WORLD);
     {
         int64_t n = 0;
         for (int rep = 0; rep < 2; rep++)
@@ -92,13 +94,12 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 for (int64_t i = 0; i < n; i++)
-                    if (rank == 0 &&
-                        memcmp(rows + (size_t)i * d,
+                    if (memcmp(rows + (size_t)i * d,
                                ref + (size_t)t * per_t + ((size_t)h * L + pos[i]) * d,
                                d * sizeof(float))) {
-                        printf("FAIL: unsorted read, tensor %d head %d position %lld "
-                               "differs\n",
-                               t, h, (long long)pos[i]);
+                        printf("FAIL: rank %d: unsorted read, tensor %d head %d position "
+                               "%lld differs\n",
+                               rank, t, h, (long long)pos[i]);
                         fails++;
                         break;
                     }
