@@ -112,8 +112,8 @@ static void bench_usage(FILE *f)
             "      --json FILE        also write the rows as a JSON array\n"
             "  -o, --output FILE      write a /bench group into FILE (HDF5; an existing\n"
             "                         results file keeps everything else)\n"
-            "      --reps N           repetitions per row (default 5, fewer for rows longer\n"
-            "                         than %.0f s; --quick: 1)\n"
+            "      --reps N           repetitions per row (default 5; without --reps, fewer\n"
+            "                         where 5 would take over %.0f s; --quick: 1)\n"
             "      --warmup N         untimed calls before the repetitions (default 1)\n"
             "      --kernels a,b      kernels to measure (ref, blas, avx512, avx512_bf16;\n"
             "                         default: every one built and supported here)\n"
@@ -356,13 +356,20 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
         }
     }
     int reps = o->reps > 64 ? 64 : o->reps;
-    if (!o->reps_given && t_est > 0 && t_est * reps > REP_BUDGET_S)
-        reps = (int)(REP_BUDGET_S / t_est) > 1 ? (int)(REP_BUDGET_S / t_est) : 1;
     for (int i = 0; i < reps; i++) {
+        /* without --reps, a row whose call is long gets fewer repetitions (at least
+         * one): estimated from the warm-up, or without one from the first repetition */
+        if (!o->reps_given && (i == 0 || (i == 1 && warm == 0)) && t_est > 0 &&
+            t_est * reps > REP_BUDGET_S)
+            reps = (int)(REP_BUDGET_S / t_est) > i ? (int)(REP_BUDGET_S / t_est) : (i ? i : 1);
+        if (i >= reps)
+            break;
         if (f->prepare) f->prepare(f->ctx);
         double t0 = now_s();
         if (f->call(f->ctx)) return RB_ENOMEM;
         ts[i] = now_s() - t0;
+        if (i == 0 && warm == 0)
+            t_est = ts[0];
     }
     double mean = 0, var = 0;
     for (int i = 0; i < reps; i++) mean += ts[i] / reps;
@@ -373,7 +380,8 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
     row->min_s = ts[0];
     row->max_s = ts[reps - 1];
     row->median_s = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
-    row->cv = reps > 1 && mean > 0 ? sqrt(var / (reps - 1)) / mean : 0.0;
+    /* (one repetition has no spread to tell: NaN, shown as "-" and null, not 0) */
+    row->cv = reps > 1 && mean > 0 ? sqrt(var / (reps - 1)) / mean : NAN;
     return 0;
 }
 
@@ -460,19 +468,21 @@ static void progress(const bench_opts *o, int i, int n, const bench_row *r)
 
 static void print_table(FILE *f, const bench_row *rows, int n)
 {
-    fprintf(f, "# %-11s %-5s %-6s %4s %8s %7s %4s %11s %11s %11s %6s %10s %8s %12s %10s %8s\n",
+    fprintf(f, "# %-11s %-5s %-6s %4s %8s %7s %4s %11s %11s %11s %6s %10s %8s %12s %11s %8s\n",
             "kernel", "dtype", "bench", "d", "L[tok]", "threads", "reps", "median[s]", "min[s]",
             "max[s]", "cv[%]", "GFLOP/s", "GB/s", "peak[GF/s]", "triad[GB/s]", "frac");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        char gb[16];
+        char gb[16], cv[16];
         if (isnan(r->gbps)) snprintf(gb, sizeof gb, "-");
         else snprintf(gb, sizeof gb, "%.2f", r->gbps);
+        if (isnan(r->cv)) snprintf(cv, sizeof cv, "-");
+        else snprintf(cv, sizeof cv, "%.2f", 100 * r->cv);
         /* seconds in 5 significant digits (a row of a few microseconds read 0.00000) */
-        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5g %11.5g %11.5g %6.2f %10.2f %8s "
-                   "%12.1f %10.2f %8.3f\n",
+        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5g %11.5g %11.5g %6s %10.2f %8s "
+                   "%12.1f %11.2f %8.3f\n",
                 r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len, r->threads,
-                r->reps, r->median_s, r->min_s, r->max_s, 100 * r->cv, r->gflops, gb,
+                r->reps, r->median_s, r->min_s, r->max_s, cv, r->gflops, gb,
                 r->peak_gflops, r->triad_gbps, r->fraction);
     }
 }
@@ -542,6 +552,18 @@ static void json_breakdown(FILE *f, const bench_row *r)
     fprintf(f, "]}, ");
 }
 
+/* json_num: "key": value with fmt, or "key": null where value is not finite (JSON has
+ * no NaN or inf), then ", " */
+static void json_num(FILE *f, const char *key, double v, const char *fmt)
+{
+    fprintf(f, "\"%s\": ", key);
+    if (isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs("null", f);
+    fputs(", ", f);
+}
+
 static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
                       FILE *f)
 {
@@ -551,21 +573,25 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         fprintf(f, "  {\"kernel\": \"%s\", \"kernel_detail\": \"%s\", \"dtype\": \"%s\", "
                    "\"bench\": \"%s\", "
                    "\"head_dim\": %d, \"seq_len\": %lld, \"n_rows\": %lld, \"causal\": %s, "
-                   "\"threads\": %d, \"reps\": %d, \"warmup\": %d, \"median_s\": %.9g, "
-                   "\"min_s\": %.9g, \"max_s\": %.9g, \"cv\": %.6g, \"gflops\": %.9g, ",
+                   "\"threads\": %d, \"reps\": %d, \"warmup\": %d, ",
                 r->kernel, r->detail, r->dtype, r->bench, r->head_dim, (long long)r->seq_len,
                 (long long)r->n_rows, r->causal ? "true" : "false", r->threads, r->reps,
-                r->warmup, r->median_s, r->min_s, r->max_s, r->cv, r->gflops);
-        if (!isnan(r->gbps)) fprintf(f, "\"gbps\": %.9g, ", r->gbps);
-        if (!isnan(r->overlap_ceiling))
-            fprintf(f, "\"overlap_ceiling\": %.9g, ", r->overlap_ceiling);
+                r->warmup);
+        json_num(f, "median_s", r->median_s, "%.9g");
+        json_num(f, "min_s", r->min_s, "%.9g");
+        json_num(f, "max_s", r->max_s, "%.9g");
+        json_num(f, "cv", r->cv, "%.6g");          /* null: one repetition */
+        json_num(f, "gflops", r->gflops, "%.9g");
+        json_num(f, "gbps", r->gbps, "%.9g");      /* null: causal rows */
+        json_num(f, "overlap_ceiling", r->overlap_ceiling, "%.9g");
         if (r->n_cls)
             json_breakdown(f, r);
-        fprintf(f, "\"peak_gflops\": %.9g, \"triad_gbps\": %.9g, \"fraction_of_peak\": %.9g, "
-                   "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
-                r->peak_gflops, r->triad_gbps, r->fraction, isnan(r->gbps) ? "peak_gflops"
-                                                                         : "triad_gbps",
-                pk->triad_bytes, i + 1 < n ? "," : "");
+        json_num(f, "peak_gflops", r->peak_gflops, "%.9g");
+        json_num(f, "triad_gbps", r->triad_gbps, "%.9g");
+        json_num(f, "fraction_of_peak", r->fraction, "%.9g");
+        fprintf(f, "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
+                isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes,
+                i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
     return 0;
@@ -946,6 +972,20 @@ static bench_row *row_new(row_list *rl, const rb_kernel_ops *k, const char *benc
  * it is not the reference (fns[1] NULL: none). The fast row is named by its own variant
  * (rb_kernels_rope_fast's name), not by the kernel that brought it: avx512 and
  * avx512_bf16 share one, and a comparison matches rows by name. Returns how many. */
+/* thread_count: the count row ti of a variant runs with, or 0 to skip it. A serial
+ * variant (the reference tile and RoPE, which have no OpenMP) runs once, as 1 thread:
+ * at the list's 1 if it has one, else at its first entry; rows of it at N threads were
+ * the 1-thread row again, labelled N and set against the N-thread peaks. */
+static int thread_count(const bench_opts *o, int ti, int serial)
+{
+    if (!serial)
+        return o->threads[ti];
+    int one = -1;
+    for (int i = 0; i < o->n_threads && one < 0; i++)
+        if (o->threads[i] == 1) one = i;
+    return ti == (one >= 0 ? one : 0) ? 1 : 0;
+}
+
 static int rope_variants(const bench_opts *o, rb_rope_apply_fn fns[2], const char *names[2])
 {
     const char *fast_name = NULL;
@@ -1020,9 +1060,14 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     rb_rope_apply_fn rfns[2];
     const char *rnames[2];
     const int n_rope_fns = rope_variants(o, rfns, rnames);
-    int total = o->n_kernels * nH * nL * o->n_threads +
-                (o->do_probe ? o->n_kernels * o->n_threads : 0) +
-                (o->do_rope ? n_rope_fns * o->n_threads : 0);
+    int total = 0;
+    for (int ti = 0; ti < o->n_threads; ti++) {
+        for (int kk = 0; kk < o->n_kernels; kk++)
+            total += !!thread_count(o, ti, !strcmp(o->kernels[kk].name, "ref")) *
+                     (nH * nL + (o->do_probe ? 1 : 0));
+        for (int vi = 0; vi < n_rope_fns && o->do_rope; vi++)
+            total += !!thread_count(o, ti, !strcmp(rnames[vi], "ref"));
+    }
     int idx = 0;
 
     /* causal tiles */
@@ -1047,7 +1092,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 tile_ctx tc = {&o->kernels[kk], q, k, v, pos, pos, L, L, d, state};
                 bench_fn f = {&tc, tile_prepare, tile_call};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
-                    bench_row *r = row_new(rl, &o->kernels[kk], "causal", d, L, L, 1, o->threads[ti]);
+                    const int th = thread_count(o, ti, !strcmp(o->kernels[kk].name, "ref"));
+                    if (!th) continue;
+                    bench_row *r = row_new(rl, &o->kernels[kk], "causal", d, L, L, 1, th);
                     if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
@@ -1085,8 +1132,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                 tile_ctx tc = {&o->kernels[kk], q, k, v, qpos, pos, nq, n_keys, d, state};
                 bench_fn f = {&tc, tile_prepare, tile_call};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
-                    bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1,
-                                           o->threads[ti]);
+                    const int th = thread_count(o, ti, !strcmp(o->kernels[kk].name, "ref"));
+                    if (!th) continue;
+                    bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1, th);
                     if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
@@ -1133,7 +1181,9 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                                                       "incrementally in double, AVX-512"
                                                     : "RoPE, exact phases per row (reference)"};
                 for (int ti = 0; ti < o->n_threads && !rc; ti++) {
-                    bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, o->threads[ti]);
+                    const int th = thread_count(o, ti, !strcmp(names[vi], "ref"));
+                    if (!th) continue;
+                    bench_row *r = row_new(rl, &label, "rope", d, n_rope, n_rope, 0, th);
                     if (!r) { rc = RB_ENOMEM; break; }
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);

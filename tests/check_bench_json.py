@@ -472,7 +472,7 @@ def drive(exe, work, launcher):
         if abs(ratio - dp / peak) > 0.006:
             raise SystemExit(f"FAIL VDPBF16PS line: ratio {ratio} is not {dp} / {peak}")
     with open(js) as f:
-        rows_all = json.load(f)
+        rows_all = json_rows(json.load(f))
     check(rows_all, kernels)
     check_roofline(p.stdout, rows_all)
     check_overlap(p.stdout, rows_all)
@@ -494,8 +494,9 @@ def drive(exe, work, launcher):
     # (they were the 1-thread FMA peak times the count, with the all-thread triad), as
     # the header prints them
     other = os.path.join(work, "bench_threads3.json")
-    p = run([exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "--threads", "1,3",
-             "--json", other])
+    # (blas: the reference is serial and runs at 1 thread only)
+    p = run([exe, "bench", "--quick", "--only", "causal", "--kernels", "blas", "--head-dims",
+             "32", "--lengths", "300", "--threads", "1,3", "--json", other])
     heads = {}
     for what, unit in (("peak FMA", "GFLOP/s"), ("triad", "GB/s")):
         line = next((l for l in p.stdout.splitlines() if l.startswith("# " + what)), "")
@@ -564,9 +565,32 @@ def main():
         kernels = args[2].split(",")
     else:
         with open(args[0]) as f:
-            rows = json.load(f)
+            rows = json_rows(json.load(f))
         kernels = args[1].split(",")
     check(rows, kernels)
+
+
+def json_rows(rows):
+    """JSON rows as check() takes them: every row carries gbps, overlap_ceiling and cv,
+    null where they do not apply (causal rows' GB/s, non-probe rows' overlap, a row of
+    one repetition's spread; JSON has no NaN), dropped here as the /bench reader drops
+    its NaN."""
+    for i, r in enumerate(rows):
+        for k in ("gbps", "overlap_ceiling", "cv"):
+            if k not in r:
+                raise SystemExit(f"FAIL JSON row {i}: key {k} missing (null where it does "
+                                 "not apply)")
+            if r[k] is None:
+                del r[k]
+        if r["bench"] == "causal" and "gbps" in r:
+            raise SystemExit(f"FAIL JSON row {i}: a causal row's gbps is {r['gbps']!r}, "
+                             "not null")
+        if r["reps"] >= 2 and "cv" not in r:
+            raise SystemExit(f"FAIL JSON row {i}: {r['reps']} repetitions but cv null")
+        if r["reps"] < 2 and "cv" in r:
+            raise SystemExit(f"FAIL JSON row {i}: one repetition but cv {r['cv']!r} (its "
+                             "spread is unknown: null)")
+    return rows
 
 
 def check(rows, kernels):
