@@ -64,7 +64,10 @@ int rb_shard_runs(rb_shard_layout s, int64_t L, int nranks, int rank,
  * ------------------------------------------------------------------------------- */
 typedef struct {
     double compute_s;   /* inside tile kernels */
-    double comm_wait_s; /* blocked in sends/receives/reductions */
+    double comm_wait_s; /* blocked in sends/receives/reductions (the probe balance's
+                         * whole exchange step, its pricing pass of the keys included;
+                         * the agreement collectives at a call's start and end are in
+                         * total_s only) */
     double merge_s;     /* merging row states */
     double total_s;     /* wall time of the whole call */
     int64_t keys_sent;  /* probe: keys this rank handed to others to even out the work */

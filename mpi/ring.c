@@ -224,8 +224,11 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     rc = rb_mpi_agree(comm, tile_rc, "ring attention: tile kernel", err, errlen);
 
 cleanup:
-    /* an MPI failure part way: the requests still pending are left to MPI's teardown
-     * (MPI_ERRORS_RETURN; freeing a buffer under a live receive would be worse) */
+    /* an MPI failure part way (reachable only under MPI_ERRORS_RETURN, which the tests
+     * set: with MPI's default handler the job aborts at the failing call, and a rank
+     * returning here would leave its neighbours in MPI_Waitall): the requests still
+     * pending are left to MPI's teardown, as freeing a buffer under a live receive
+     * would be worse */
     if (nreq == 0) {
         free(blk[0].buf);
         free(blk[1].buf);

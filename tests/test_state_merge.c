@@ -100,9 +100,48 @@ static void run_case(int d, int n, int use_idx, double mu_scale)
     free(orig);
 }
 
+/* Finite maxima so far apart that the lower side's shift overflows (da = -inf, or l da =
+ * -inf): its weight is 0 and the merge is the other side, with no NaN (0 * -inf in the
+ * entropy accumulator gave NaN until 2026-12-03), in rb_state_merge (both orders),
+ * rb_state_merge_f32 and rb_state_merge_f32_avx512. */
+static void extreme_maxima(void)
+{
+    enum { D = 3, S = D + 3 }; /* (S: RB_STATE_STRIDE(D)) */
+    double lo[S], hi[S], x[S];
+    const double lo_v[S] = {-1e308, 1e6, 1.0, 1.0, 2.0, 3.0};
+    const double hi_v[S] = {1e308, 2.0, 0.5, 4.0, 5.0, 6.0};
+    memcpy(lo, lo_v, sizeof lo);
+    memcpy(hi, hi_v, sizeof hi);
+    for (int order = 0; order < 2; order++) {
+        memcpy(x, order ? hi : lo, sizeof x);
+        rb_state_merge(x, order ? lo : hi, 1, D);
+        int ok = 1;
+        for (int j = 0; j < S; j++) ok &= x[j] == hi[j];
+        check(ok, "rb_state_merge of maxima -1e308 and 1e308 is the upper side");
+        if (!ok)
+            printf("  order %d: got m %g l %g u %g acc0 %g\n", order, x[0], x[1], x[2], x[3]);
+    }
+    /* fp32 side at 3e38 against a double state at -1e308 of l 1e6: l da overflows */
+    const float m = 3e38f, l = 2.0f, u = 0.5f, acc[D] = {4.0f, 5.0f, 6.0f};
+    for (int fast = 0; fast < 2; fast++) {
+        memcpy(x, lo, sizeof x);
+        if (fast)
+            rb_state_merge_f32_avx512(x, NULL, 0, 0, 1, D, &m, &l, &u, acc, D, 1.0);
+        else
+            rb_state_merge_f32(x, 0, 1, D, &m, &l, &u, acc, D);
+        const int ok = x[0] == (double)m && x[1] == 2.0 && x[2] == 0.5 && x[3] == 4.0 &&
+                       x[4] == 5.0 && x[5] == 6.0;
+        check(ok, fast ? "rb_state_merge_f32_avx512 with l * da overflowing"
+                       : "rb_state_merge_f32 with l * da overflowing");
+        if (!ok)
+            printf("  got m %g l %g u %g acc %g %g %g\n", x[0], x[1], x[2], x[3], x[4], x[5]);
+    }
+}
+
 int main(void)
 {
     rb_test_require_avx512();
+    extreme_maxima();
     const int ds[] = {1, 2, 7, 8, 9, 15, 16, 64, 127, 128, 256};
     for (size_t k = 0; k < sizeof ds / sizeof ds[0]; k++)
         for (int n = 1; n <= 40; n += 13)

@@ -47,7 +47,9 @@ void rb_state_merge_f32_avx512(double *state, const int64_t *idx, size_t idx_str
         const double la = a[1];
         a[0] = M;
         a[1] = alpha * la + beta * lb;
-        a[2] = alpha * (a[2] + la * da) + beta * (ub + lb * db);
+        /* (a side whose weight underflowed to 0 adds 0, not 0 * -inf: rb_state_merge) */
+        a[2] = (alpha > 0.0 ? alpha * (a[2] + la * da) : 0.0) +
+               (beta > 0.0 ? beta * (ub + lb * db) : 0.0);
         const __m512d va = _mm512_set1_pd(alpha), vb = _mm512_set1_pd(beta);
         for (; j + 8 <= d; j += 8) {
             const __m512d x = _mm512_loadu_pd(a + 3 + j);

@@ -18,6 +18,14 @@ void rb_state_init(double *state, int64_t n_rows, int d)
 
 /* Merge one row: a <- merge(a, b). A side with m = -inf is empty and contributes
  * nothing; only finite maxima enter exp() and the (m_i - M) shifts. */
+/* u of one side after its shift: alpha (u + l dm), alpha = exp(dm). 0 where alpha
+ * underflowed to 0: dm (or l dm) may then be -inf (finite maxima 1e308 apart), and
+ * 0 * -inf is NaN where the side's weight is simply gone. */
+static inline double u_shift(double alpha, double u, double l, double dm)
+{
+    return alpha > 0.0 ? alpha * (u + l * dm) : 0.0;
+}
+
 static inline void merge_row(double *a, const double *b, int d)
 {
     const double mb = b[0];
@@ -35,7 +43,7 @@ static inline void merge_row(double *a, const double *b, int d)
     const double la = a[1], lb = b[1];
     a[0] = M;
     a[1] = alpha * la + beta * lb;
-    a[2] = alpha * (a[2] + la * da) + beta * (b[2] + lb * db);
+    a[2] = u_shift(alpha, a[2], la, da) + u_shift(beta, b[2], lb, db);
     double *acc = a + 3;
     const double *bacc = b + 3;
     for (int j = 0; j < d; j++)
@@ -78,7 +86,7 @@ void rb_state_merge_f32(double *state, int64_t row0, int64_t nrows, int d, const
         const double la = a[1];
         a[0] = M;
         a[1] = alpha * la + beta * b[1];
-        a[2] = alpha * (a[2] + la * da) + beta * (b[2] + b[1] * db);
+        a[2] = u_shift(alpha, a[2], la, da) + u_shift(beta, b[2], b[1], db);
         for (int j = 0; j < d; j++)
             a[3 + j] = alpha * a[3 + j] + beta * (double)bacc[j];
     }
@@ -151,7 +159,7 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
         M = mt; /* empty state: l = u = acc = 0 already */
     } else if (mt > M) {
         const double dm = M - mt, alpha = exp(dm);
-        st[2] = alpha * (st[2] + st[1] * dm);
+        st[2] = u_shift(alpha, st[2], st[1], dm);
         st[1] *= alpha;
         for (int j = 0; j < d; j++)
             acc[j] *= alpha;
