@@ -214,6 +214,10 @@ void rb_cli_stop_install(void (*handler)(int))
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
+    /* a held stop (inside a write) must not interrupt that write: a call that does not
+     * retry on EINTR (MPI-IO's pwritev on some file systems, fallocate) then failed, and
+     * the run ended "write failed" instead of stopping cleanly after it */
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaddset(&sa.sa_mask, sigs[i]);

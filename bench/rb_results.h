@@ -95,9 +95,11 @@ int rb_results_hold(const char *path, int *fd, char *err, size_t errlen);
 /* rb_results_rename: give the open file the name `to` (a file system path): rank 0
  * renames it (rename(2): `to` is replaced in one step, and the open file, its inode,
  * is not touched), and every rank takes the new name for its later messages and
- * checks. Collective. RB_EIO with the reason when the rename fails (every rank then
- * keeps the old name); RB_EINVAL for an empty name. */
-int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen);
+ * checks. Collective. held (rank 0's): the caller holds `to`'s writer lock
+ * (rb_results_hold) and keeps it across the rename, so no other writer can have taken
+ * `to` in between; otherwise `to` is checked free first. RB_EIO with the reason when
+ * the rename fails (every rank then keeps the old name); RB_EINVAL for an empty name. */
+int rb_results_rename(rb_results *r, const char *to, int held, char *err, size_t errlen);
 
 /* Rename the object at path `from` to `to` (collective; `to` must not exist, its parent
  * groups are made). */

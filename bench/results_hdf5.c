@@ -415,7 +415,7 @@ cleanup:
 }
 
 /* rb_results_rename: see rb_results.h. */
-int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen)
+int rb_results_rename(rb_results *r, const char *to, int held, char *err, size_t errlen)
 {
     int rc = RB_OK;
     char *copy = NULL;
@@ -426,7 +426,7 @@ int rb_results_rename(rb_results *r, const char *to, char *err, size_t errlen)
     /* every rank ready before rank 0 renames: a failure after the rename would leave
      * the ranks disagreeing about the name */
     if ((rc = agree(r, rc, err, errlen, to)) == RB_OK && r->rank == 0) {
-        if ((rc = rb_results_check_free(to, err, errlen)) != RB_OK)
+        if (!held && (rc = rb_results_check_free(to, err, errlen)) != RB_OK)
             ; /* another run has begun writing `to` since this one started */
         else if (rename(r->path, to) != 0)
             rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path,

@@ -605,6 +605,8 @@ static int write_case_attrs(rb_run *r, const char *g, int mi, int64_t L, int mod
     TRY(rb_results_attr_f64(r->res, g, "scale", scale, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel", r->ops.name, e, el));
     TRY(rb_results_attr_str(r->res, g, "kernel_detail", r->ops.detail, e, el));
+    /* the build that computed this case (a resumed file may hold cases of two) */
+    TRY(rb_results_attr_str(r->res, g, "git_describe", RB_GIT_DESCRIBE, e, el));
     TRY(rb_results_attr_str(r->res, g, "dtype", c->dtype, e, el));
     TRY(rb_results_attr_i64(r->res, g, "n_rows", n_rows, e, el));
     TRY(rb_results_attr_i64(r->res, g, "nranks", r->nranks, e, el));
@@ -1004,11 +1006,16 @@ static int run_group(rb_run *r, int mode, int64_t L, rb_dataset_kind kind)
         r->n_kept++;
         r->n_flushed++;
         if (r->staged) { /* the first finished case: now it replaces the old file */
-            if (r->hold_fd && *r->hold_fd >= 0) { /* its lock goes with it */
+            /* renamed while the old file's lock is still held (released just before,
+             * another writer could take the old file in the gap and lose its results
+             * to the rename); the lock goes with the old file after */
+            const int held = r->hold_fd && *r->hold_fd >= 0;
+            rc = rb_results_rename(r->res, r->final_path, held, e, el);
+            if (held) {
                 close(*r->hold_fd);
                 *r->hold_fd = -1;
             }
-            TRY(rb_results_rename(r->res, r->final_path, e, el));
+            if (rc) goto cleanup;
             stop_set(RB_STOP_FILE);
             r->staged = 0;
         }
@@ -1349,6 +1356,11 @@ static int note_resume(rb_run *r, int argc, char **argv)
                                  sizeof r->err);
     if (rc == RB_OK)
         rc = rb_results_attr_str(r->res, "/", "resume_environment", env, r->err,
+                                 sizeof r->err);
+    /* the build that resumed, beside git_describe, the one that started the file: cases
+     * of both may then sit in it (each case records its own, attribute git_describe) */
+    if (rc == RB_OK)
+        rc = rb_results_attr_str(r->res, "/", "resume_git_describe", RB_GIT_DESCRIBE, r->err,
                                  sizeof r->err);
     if (rc == RB_OK)
         rc = rb_results_flush(r->res, r->err, sizeof r->err);
@@ -1840,6 +1852,11 @@ int rb_cmd_run(int argc, char **argv)
     }
     if (rc != RB_OK) {
         stop_set(RB_STOP_QUIET); /* what is left is said here */
+        /* a staged file without a finished case goes before anything is printed: a
+         * reader of stderr that is gone (2>&1 | head) stops the run at the first line
+         * with SIGPIPE, which in the QUIET stage removes only the lock */
+        if (r.rank == 0 && r.staged && r.n_kept == 0)
+            unlink(staged_path);
         if (r.rank == 0) {
             fprintf(stderr, "%sropebench: %s\n", r.line_open ? "\n" : "", r.err);
             rb_cli_space_hint(out_path);
@@ -1847,7 +1864,6 @@ int rb_cmd_run(int argc, char **argv)
                 fprintf(stderr, "ropebench: the %d finished case(s) stay readable in %s (it "
                                 "could not replace %s)\n", r.n_kept, staged_path, out_path);
             else if (r.staged) { /* out_path is the old results: never touched here */
-                unlink(staged_path);
                 fprintf(stderr, "ropebench: no case was finished; %s is left as it was\n",
                         out_path);
             } else if (access(out_path, F_OK) != 0)

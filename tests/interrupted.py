@@ -133,6 +133,15 @@ def main():
                     failed.append(f"case {n} was complete but --resume rewrote it")
             if "resumed_utc" not in f.attrs:
                 failed.append("no resumed_utc attribute after --resume")
+            # the resuming build beside the starting one, and each case's own (a file
+            # resumed by another build holds cases of two)
+            if f.attrs.get("resume_git_describe") != f.attrs.get("git_describe"):
+                failed.append(f"resume_git_describe {f.attrs.get('resume_git_describe')!r}"
+                              f" is not this build's {f.attrs.get('git_describe')!r}")
+            for n in cases:
+                if cases[n].attrs.get("git_describe") != f.attrs.get("git_describe"):
+                    failed.append(f"case {n}: git_describe "
+                                  f"{cases[n].attrs.get('git_describe')!r} missing or wrong")
             # every case records the peaks of the run that computed it (the resumed
             # run measures its own: it may use other rank and thread counts)
             for n in cases:
