@@ -352,9 +352,9 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
         return RB_OK;
     }
 
-    /* the local steps before the first collective (buffers, the needle keys, which a
-     * file dataset reads) are agreed on first, and so is each later local step: a rank
-     * that failed alone would leave the others waiting in the next collective */
+    /* the local steps before the first collective (buffers, the needle keys generated)
+     * are agreed on first, and so is each later local step: a rank that failed alone
+     * would leave the others waiting in the next collective */
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     double ns[RB_NEEDLE_MAX];

@@ -101,6 +101,13 @@ int rb_results_hold(const char *path, int *fd, char *err, size_t errlen);
  * the rename fails (every rank then keeps the old name); RB_EINVAL for an empty name. */
 int rb_results_rename(rb_results *r, const char *to, int held, char *err, size_t errlen);
 
+/* rb_results_open_stranded: 1 when the last create or open failed because the file
+ * opened on some ranks but not on others (the same answer on every rank). The ranks
+ * where it opened keep it open (its close is collective, and the others would never
+ * join it), so the caller must not call MPI_Finalize, which closes open HDF5 files:
+ * it leaves without (as after a failed write). */
+int rb_results_open_stranded(void);
+
 /* Rename the object at path `from` to `to` (collective; `to` must not exist, its parent
  * groups are made). */
 int rb_results_move(rb_results *r, const char *from, const char *to, char *err,

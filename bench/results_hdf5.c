@@ -313,9 +313,15 @@ int rb_results_room(const char *path, char *err, size_t errlen)
     return RB_OK;
 }
 
+static int open_stranded; /* rb_results_open_stranded */
+
+/* Contract in rb_results.h. */
+int rb_results_open_stranded(void) { return open_stranded; }
+
 static int open_common(rb_results **out, const char *path, MPI_Comm comm, int create,
                        char *err, size_t errlen)
 {
+    open_stranded = 0;
     int rc = RB_OK;
     hid_t fapl = H5I_INVALID_HID;
     rb_results *r = NULL;
@@ -379,10 +385,11 @@ static int open_common(rb_results **out, const char *path, MPI_Comm comm, int cr
         if (r->file < 0)
             rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path,
                          create ? "H5Fcreate" : "H5Fopen");
-        if (!mm[0] && mm[1] < 0) {
+        open_stranded = !mm[0] && mm[1] < 0;
+        if (open_stranded) {
             /* open on some ranks only: the failing rank's line reaches rank 0; the file
              * stays open where it opened, since its close is collective and the others
-             * would never join it (the run ends) */
+             * would never join it (the caller leaves without MPI_Finalize) */
             rc = agree(r, rc, err, errlen, path);
             r->file = H5I_INVALID_HID;
         }
@@ -674,7 +681,12 @@ int rb_results_attr_str(rb_results *r, const char *obj, const char *name,
     hid_t t = H5I_INVALID_HID;
     if (!value)
         value = "";
-    H5TRY(t = str_type(strlen(value) + 1), "H5Tset_size");
+    /* (a type that could not be made on one rank: agreed before attr_write's
+     * collective metadata calls, which that rank would not make) */
+    if ((t = str_type(strlen(value) + 1)) < 0)
+        rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Tset_size");
+    if ((rc = agree(r, rc, err, errlen, path)) != RB_OK)
+        goto cleanup;
     rc = attr_write(r, obj, name, t, t, value, err, errlen);
 cleanup:
     if (t >= 0)
@@ -1107,7 +1119,10 @@ int rb_results_write_strings(rb_results *r, const char *path, int n,
         rc = rb_errf(err, errlen, RB_EMPI, "results: %s: MPI_Bcast failed", path);
         goto cleanup;
     }
-    H5TRY(t = str_type((size_t)width), "H5Tset_size");
+    if ((t = str_type((size_t)width)) < 0) /* (agreed before write_root's collectives) */
+        rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, "H5Tset_size");
+    if ((rc = agree(r, rc, err, errlen, path)) != RB_OK)
+        goto cleanup;
     rc = write_root(r, path, t, t, 1, dims, buf, root, err, errlen);
 cleanup:
     if (t >= 0)

@@ -1714,6 +1714,12 @@ int rb_cmd_run(int argc, char **argv)
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
+    /* the same choices everywhere first: the checks below take collective paths that
+     * depend on the study (the file dataset's open) */
+    if (check_same_setup(&r)) {
+        exit_code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
     {
         MPI_Comm node;
         int here = 1, most = 1;
@@ -1721,15 +1727,15 @@ int rb_cmd_run(int argc, char **argv)
         MPI_Comm_size(node, &here);
         MPI_Comm_free(&node);
         MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, r.comm);
-        rc = rb_config_check_ranks(&cfg, r.nranks, most, r.err, sizeof r.err);
+        /* (the memory check reads each host's available memory: agreed, so that a rank
+         * refused alone says why through rank 0, and none waits in the next collective) */
+        rc = rb_mpi_agree_err(r.comm, rb_config_check_ranks(&cfg, r.nranks, most, r.err,
+                                                            sizeof r.err),
+                              r.err, sizeof r.err);
         if (rc == RB_OK) rc = check_file_dataset(&cfg, r.comm, r.err, sizeof r.err);
     }
     if (rc != RB_OK) {
         if (r.rank == 0) fprintf(stderr, "ropebench: %s\n", r.err);
-        exit_code = RB_EXIT_USAGE;
-        goto cleanup;
-    }
-    if (check_same_setup(&r)) {
         exit_code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -1821,6 +1827,8 @@ int rb_cmd_run(int argc, char **argv)
             fprintf(stderr, "ropebench: %s\n", r.err);
         exit_code = rc == RB_EIO || rc == RB_EFORMAT || rc == RB_EINVAL ? RB_EXIT_USAGE
                                                                          : RB_EXIT_FAIL;
+        if (rb_results_open_stranded()) /* no MPI_Finalize: it would close the file */
+            fail_exit(r.comm, r.rank == 0 && lock_fd >= 0 ? lock_path : NULL);
         goto cleanup;
     }
     for (int k = 0; k < cfg.n_notes && r.rank == 0; k++)

@@ -217,3 +217,18 @@ endforeach()
 rb_add_test(NAME dataset_file_resume_input TIMEOUT 300 COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/resume_file_input.py ${RB_DF_WORK}/resume_input
   $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})
+
+# ranks whose studies differ in their datasets (file on rank 0 only): refused by the
+# setup check before the file dataset's collective open, which only rank 0 would have
+# entered (a hang); the study check ran after it until 2026-12-03
+rb_add_test(NAME mpi_setup_differs_dataset COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2 "rank 1: this rank read another study than rank 0" --
+  ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q --set study.seq_lens=256 --set study.modes=full
+  --set scaling.methods=none --set study.datasets=file
+  --set file.path=${RB_DF_WORK}/good_f32.h5 --set study.heads=2 --set model.head_dim=32
+  -o ${RB_DF_WORK}/setup_dataset.h5 :
+  ${MPIEXEC_NUMPROC_FLAG} 1 ${RB_EXE} run -q --set study.seq_lens=256 --set study.modes=full
+  --set scaling.methods=none --set study.datasets=gaussian --set study.heads=2
+  --set model.head_dim=32 -o ${RB_DF_WORK}/setup_dataset.h5)
+set_tests_properties(mpi_setup_differs_dataset PROPERTIES FIXTURES_REQUIRED rb_dataset_files
+  LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 60)
