@@ -1520,6 +1520,11 @@ static int check_output_path(const char *out, const char *cfg_path, const rb_con
     if (reads_file && rb_cli_same_file(c->file_path, out))
         return rb_errf(err, errlen, RB_EINVAL, "-o %s is the study's input file (file.path = "
                        "%s): it would be overwritten", out, c->file_path);
+    /* another writer first: a file mid-way through its writes may not read, and the
+     * checks below (and --resume's) would then call a healthy file unreadable or
+     * damaged and tell the user to remove it */
+    if ((rc = rb_results_check_free(out, err, errlen)) != RB_OK)
+        return rc;
     if (resume)
         return RB_OK;
     char why[512];
