@@ -89,24 +89,19 @@ static int h5_fail(char *err, size_t errlen, int code, const char *file, int lin
 
 /* Evaluate an HDF5 call; on a negative result record HDF5's message and jump to the
  * function's cleanup label with rc set. Needs `rc`, `err`, `errlen`, `path` in scope. */
-#define H5TRY(expr, call)                                                              \
+#define H5TRY_TO(expr, call, label)                                                    \
     do {                                                                               \
         if ((expr) < 0) {                                                              \
             rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, call);         \
-            goto cleanup;                                                              \
+            goto label;                                                                \
         }                                                                              \
     } while (0)
+#define H5TRY(expr, call) H5TRY_TO(expr, call, cleanup)
 
 /* H5TRY for the local steps before a collective H5Dwrite: a failure goes to the
  * function's `ready:` label, where every rank agrees before any of them writes (one that
  * failed alone would leave the others inside H5Dwrite). */
-#define H5PRE(expr, call)                                                              \
-    do {                                                                               \
-        if ((expr) < 0) {                                                              \
-            rc = h5_fail(err, errlen, RB_EIO, __FILE__, __LINE__, path, call);         \
-            goto ready;                                                                \
-        }                                                                              \
-    } while (0)
+#define H5PRE(expr, call) H5TRY_TO(expr, call, ready)
 
 /* Agree on a local status: every rank gets the most negative code of all ranks, so
  * that a local failure never leaves the others blocked in a later collective. When the

@@ -389,6 +389,11 @@ foreach(np 1 2 3 4)
       ${CMAKE_CURRENT_SOURCE_DIR}/compare_results.py ${RB_WORK}/small_np1.h5 ${RB_WORK}/${t}.h5
       --rtol 1e-6)
     set_tests_properties(${t}_equal PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
+    # and its metrics against 1 rank's (docs/metrics.md; until 2026-12-03 only three
+    # of the eleven were compared)
+    rb_add_test(NAME metrics_ranks_${t} COMMAND ${RB_PYTHON}
+      ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_WORK}/small_np1.h5 ${RB_WORK}/${t}.h5)
+    set_tests_properties(metrics_ranks_${t} PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
   endforeach()
 endforeach()
 

@@ -22,19 +22,8 @@ foreach(t e2e_small_zigzag_np2 e2e_small_striped_np3 e2e_small_zigzag_np4)
     ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/${t}.h5)
   set_tests_properties(metrics_oracle_${t} PROPERTIES FIXTURES_REQUIRED ${t})
 endforeach()
-# the metrics of every rank count (1-4) and layout against 1 rank (docs/metrics.md);
-# until 2026-12-03 only three of the eleven were compared
-foreach(np 1 2 3 4)
-  foreach(layout contiguous zigzag striped)
-    if(np EQUAL 1 AND layout STREQUAL contiguous)
-      continue()
-    endif()
-    set(t e2e_small_${layout}_np${np})
-    rb_add_test(NAME metrics_ranks_${t} COMMAND ${RB_PYTHON}
-      ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/small_np1.h5 ${RB_MW}/${t}.h5)
-    set_tests_properties(metrics_ranks_${t} PROPERTIES FIXTURES_REQUIRED "small_np1;${t}")
-  endforeach()
-endforeach()
+# the metrics of every rank count and layout against 1 rank: metrics_ranks_* beside the
+# runs that make them (tests/cli.cmake)
 # metric 7's entropy error over two heads, 1 rank against 2 (fast kernel): row 5743's
 # heads have errors of about +-1.2e-5 nats, so the head of largest magnitude (the stored
 # value until 2026-12-02) flipped sign with the rank count; the mean over heads does not
