@@ -44,6 +44,51 @@ static void trim_copy(char *dst, size_t dstlen, const char *src)
     dst[n] = '\0';
 }
 
+/* cpu_field: the field of *ci named name[0..n) (ROPEBENCH_TEST_CPU_HIDE's names), or NULL. */
+static int *cpu_field(rb_cpu_info *ci, const char *name, size_t n)
+{
+    const struct {
+        const char *name;
+        int *field;
+    } f[] = {{"avx2", &ci->avx2},           {"fma", &ci->fma},
+             {"avx512f", &ci->avx512f},     {"avx512bw", &ci->avx512bw},
+             {"avx512vl", &ci->avx512vl},   {"avx512dq", &ci->avx512dq},
+             {"avx512_bf16", &ci->avx512_bf16}, {"os_zmm", &ci->os_zmm}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (strlen(f[i].name) == n && strncmp(f[i].name, name, n) == 0)
+            return f[i].field;
+    return NULL;
+}
+
+/* rb_cpu_hide_check: see rb_kernels.h. */
+size_t rb_cpu_hide_check(const char *list, size_t *len)
+{
+    rb_cpu_info ci;
+    for (size_t o = 0; list && list[o];) {
+        const size_t n = strcspn(list + o, ",");
+        if (!cpu_field(&ci, list + o, n)) {
+            *len = n;
+            return o;
+        }
+        o += n + (list[o + n] == ',');
+    }
+    return (size_t)-1;
+}
+
+/* cpu_hide: ROPEBENCH_TEST_CPU_HIDE's names cleared from *ci (contract in
+ * rb_kernels.h); unknown names are left to rb_cpu_hide_check's caller. */
+static void cpu_hide(rb_cpu_info *ci)
+{
+    const char *s = getenv("ROPEBENCH_TEST_CPU_HIDE");
+    while (s && *s) {
+        const size_t n = strcspn(s, ",");
+        int *f = cpu_field(ci, s, n);
+        if (f)
+            *f = 0;
+        s += n + (s[n] == ',');
+    }
+}
+
 /* avx2 and fma are reported as usable (CPU bit and the OS saves YMM state);
  * the avx512* fields are the CPU bits alone, and os_zmm says whether the OS saves
  * opmask/ZMM state, so "AVX-512 usable" is avx512f && os_zmm. */
@@ -99,6 +144,7 @@ void rb_cpu_detect(rb_cpu_info *ci)
         trim_copy(ci->model, sizeof ci->model, brand);
     }
 #endif
+    cpu_hide(ci);
 }
 
 /* ---- kernel variants ------------------------------------------------------------
@@ -126,10 +172,13 @@ static int cpu_any(const rb_cpu_info *ci)
     return 1;
 }
 
-static int cpu_avx512(const rb_cpu_info *ci)
+/* rb_cpu_avx512_usable: see rb_kernels.h. */
+int rb_cpu_avx512_usable(const rb_cpu_info *ci)
 {
     return ci->avx512f && ci->avx512bw && ci->avx512vl && ci->avx512dq && ci->os_zmm;
 }
+
+static int cpu_avx512(const rb_cpu_info *ci) { return rb_cpu_avx512_usable(ci); }
 
 int rb_kernels_helpers_avx512(void)
 {

@@ -117,7 +117,7 @@ double rb_peak_fma_gflops(int threads, double seconds)
 {
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
-    const int zmm = ci.avx512f && ci.os_zmm;
+    const int zmm = rb_cpu_avx512_usable(&ci);
     return zmm ? team_rate(rb_peak_fma_avx512, 200000, 384.0, seconds, resolve_threads(threads))
                : team_rate(peak_loop_c, 100000, 256.0, seconds, resolve_threads(threads));
 }
@@ -127,7 +127,7 @@ double rb_tile_ceiling_gflops(double seconds)
 #ifdef RB_HAVE_AVX512_FP32
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
-    if (!(ci.avx512f && ci.os_zmm))
+    if (!rb_cpu_avx512_usable(&ci))
         return -1.0;
     return team_rate(rb_attn_avx512_tiles, 2000, 393216.0, seconds, 1);
 #else
@@ -140,7 +140,7 @@ double rb_peak_dpbf16_gflops(double seconds)
 {
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
-    if (!(ci.avx512f && ci.avx512_bf16 && ci.os_zmm))
+    if (!(rb_cpu_avx512_usable(&ci) && ci.avx512_bf16))
         return -1.0;
     return team_rate(rb_peak_dpbf16_avx512, 200000, 768.0, seconds, 1);
 }
@@ -236,7 +236,7 @@ int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double ou
     rb_cpu_detect(&ci);
     double (*block)(int64_t, const char *, const char *, int64_t, const float *, const float *,
                     int64_t) =
-        ci.avx512f && ci.os_zmm ? rb_overlap_block_avx512 : rb_overlap_block_c;
+        rb_cpu_avx512_usable(&ci) ? rb_overlap_block_avx512 : rb_overlap_block_c;
     const int nt = resolve_threads(threads);
     const int64_t units = llround(flop / (double)nb / OV_UNIT_FLOP);
     const int64_t lines = OV_BLOCK_FLOATS * (int64_t)sizeof(float) / 64;

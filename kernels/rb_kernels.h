@@ -158,21 +158,28 @@ void rb_state_finalize(const double *state, int64_t n_rows, int d, double *lse,
  * iff k_pos[n] <= q_pos[m]. Scores s = scale * <q_m, k_n>.
  * Effect: state[m] (RB_STATE_STRIDE(d) doubles each) is updated as if every visible
  * key had been appended to the row's online softmax; invisible keys change nothing.
- * A whole tile with min k_pos > max q_pos is skipped; one with max k_pos <= min q_pos
- * takes the unmasked path. Positions need not be sorted or contiguous.
+ * A whole tile with min k_pos > max q_pos is skipped before any packing or allocation
+ * (rb_attn_tile_masked); one with max k_pos <= min q_pos takes the unmasked path. Positions need not be sorted or contiguous.
  * v may be NULL where the variant says so (rb_kernel_ops.v_optional): the softmax state
  * (m, l, u, hence lse and entropy) is then updated exactly as with any v, and acc is
  * not accumulated (its values are unspecified), for callers that need no outputs.
  * Inputs are taken to be finite. A key whose score is -inf (weight 0) changes nothing.
  * Range: the reference forms scores in double and takes any finite score; the fp32
- * variants (blas, avx512, avx512_bf16) form them in float and scale them by
- * scale * log2(e) there, so they need |s| * 1.4427 below FLT_MAX (|s| < ~2.3e38):
- * past it a row may read NaN entropy or as having seen no key. The study never comes
- * near (the file dataset refuses inputs whose scores would leave float's range).
+ * variants (blas, avx512, avx512_bf16) form them in float (avx512 and the bf16 probe
+ * path in units of log2(e), blas and the bf16 row path in nats) and subtract a row's
+ * running maximum from them, so they need every difference of two scores of a row in
+ * float's range, in those units: |s| < FLT_MAX / (2 * 1.4427), about 1.18e38; past it
+ * a row may read NaN entropy or as having seen no key. The study never comes near (the
+ * file dataset refuses inputs whose scores would leave float's range).
  * nq == 0 or nk == 0 is a no-op. Returns 0, or RB_ENOMEM. */
 typedef int (*rb_attn_tile_fn)(const float *q, const int64_t *q_pos, int64_t nq,
                                const float *k, const float *v, const int64_t *k_pos,
                                int64_t nk, int d, double scale, double *state);
+
+/* rb_attn_tile_masked: 1 when no key of the tile is visible to any of its rows (min
+ * k_pos > max q_pos), so that a tile kernel returns before any work; 0 otherwise, and
+ * for nq or nk <= 0. One pass over both position arrays. */
+int rb_attn_tile_masked(const int64_t *q_pos, int64_t nq, const int64_t *k_pos, int64_t nk);
 
 /* rb_attn_dot: <q, k> over d dims in double, in the reference tile's order: four
  * partial sums over the dims j mod 4 (the last d mod 4 dims into the first), combined
@@ -198,8 +205,26 @@ typedef struct {
     int os_zmm;         /* XCR0 has opmask, ZMM_Hi256 and Hi16_ZMM state enabled */
 } rb_cpu_info;
 
-/* Fill *ci from cpuid + xgetbv. Never fails; unknown fields stay 0. */
+/* Fill *ci from cpuid + xgetbv. Never fails; unknown fields stay 0.
+ *
+ * Test hook (tests only, README): ROPEBENCH_TEST_CPU_HIDE=name[,name...] clears the
+ * named fields afterwards, as on a CPU or OS without them: avx2, fma, avx512f,
+ * avx512bw, avx512vl, avx512dq, avx512_bf16, os_zmm (the OS not saving ZMM state).
+ * Every choice made from this function (the kernel, the RoPE, metrics and dataset
+ * helpers, the peak probes) then falls back as it would there, which this CPU could
+ * not otherwise show. Unknown names are ignored here: rb_cpu_hide_check finds them
+ * for the command line to refuse. */
 void rb_cpu_detect(rb_cpu_info *ci);
+
+/* rb_cpu_hide_check: the offset in `list` (a ROPEBENCH_TEST_CPU_HIDE value, NULL
+ * allowed) of its first name that rb_cpu_detect does not know, its length in *len; or
+ * (size_t)-1 when every name is known (empty names between commas count as known). */
+size_t rb_cpu_hide_check(const char *list, size_t *len);
+
+/* rb_cpu_avx512_usable: 1 when *ci has AVX-512 F, BW, VL and DQ and the OS saves ZMM
+ * state: what every AVX-512 build in kernels/ and datasets/avx512/ needs (they are
+ * compiled with all four), so every choice of such a build asks this. */
+int rb_cpu_avx512_usable(const rb_cpu_info *ci);
 
 /* Signature of every RoPE application variant: the contract of rb_rope_apply, except
  * that a fast variant may form the angle otherwise than as one rounding of

@@ -653,7 +653,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                              const float *k, const float *v, const int64_t *k_pos,
                              int64_t nk, int d, double scale, double *state)
 {
-    if (nq <= 0 || nk <= 0 || d <= 0)
+    if (nq <= 0 || nk <= 0 || d <= 0 || rb_attn_tile_masked(q_pos, nq, k_pos, nk))
         return 0;
     if (nq <= STREAM_MAX_PROBE && nk >= 16 * nq)
         return rb_attn_tile_avx512_bf16ko(q, q_pos, nq, k, v, k_pos, nk, d, scale, state);

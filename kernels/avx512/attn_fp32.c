@@ -1541,13 +1541,17 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
                      const float *v, const int64_t *k_pos, int64_t nk, int d, double scale,
                      int bf16, int probe, double *state)
 {
-    if (nq <= 0 || nk <= 0 || d <= 0)
+    if (nq <= 0 || nk <= 0 || d <= 0 || rb_attn_tile_masked(q_pos, nq, k_pos, nk))
         return 0;
     int rc = 0;
     float *qb = NULL;
-    const int T = rb_omp_max() > 0 ? rb_omp_max() : 1;
     const size_t dp = ((size_t)d + 15u) & ~(size_t)15u;
     const int key_outer = nq <= KO_ROWS && (nk >= 2 * nq || probe);
+    /* threads (and per-thread scratch): OpenMP's count within OMP_THREAD_LIMIT, and in
+     * the key-outer order no more than its key blocks */
+    int T = rb_kernels_threads() > 0 ? rb_kernels_threads() : 1;
+    if (key_outer && T > (nk + BC - 1) / BC)
+        T = (int)((nk + BC - 1) / BC);
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
     char *scr = NULL;
     float *kt = NULL, *vt = NULL;

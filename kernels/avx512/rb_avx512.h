@@ -11,8 +11,9 @@
  * score in base-2 units (Cephes' exp2f polynomial, < 1 ulp on the range used, see
  * exp2_512 in attn_fp32.c), row max and entropy sum kept in base 2 until the merge;
  * the fp32 state of each query row is merged into double (rb_state_merge semantics)
- * after every 4096 keys it has taken and at the end of the call, so that no fp32 sum
- * runs over more than 256 terms per lane whatever nk is. Query rows are split over OpenMP threads by equal
+ * every 64 key blocks (4096 keys, whether or not the row saw them all) and at the end
+ * of the call, so that no fp32 sum runs over more than 256 terms per lane whatever nk
+ * is. Query rows are split over OpenMP threads by equal
  * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
  * v may be NULL: no V is packed or read and no PV computed; m, l, u come out bit for
  * bit as with any v. Error vs rb_attn_tile_ref: outputs <= 1e-5 relative, lse/entropy
@@ -32,8 +33,13 @@ int rb_attn_tile_avx512_probe(const float *q, const int64_t *q_pos, int64_t nq,
 
 /* rb_attn_tile_avx512_bf16: the same contract with q, k, p and v rounded to bf16
  * (round to nearest even) and products accumulated in fp32 by VDPBF16PS; softmax
- * state in fp32. Needs AVX512_BF16 too. Error vs reference: outputs <= 2e-2
- * relative, entropy <= 1e-2. */
+ * state in fp32. Needs AVX512_BF16 too. Error vs reference on the raw (unrounded)
+ * inputs: outputs <= 2e-2 relative, entropy <= 1e-2, for logits of about unit spread
+ * (d >= 64, scale 1/sqrt(d), unit-variance q and k: what kernels.grid checks); the
+ * rounding of q and k moves each score by ~2^-9 of |q||k| scale, so sharper logits or
+ * small d can exceed it (d = 2 moved the entropy by ~4e-2), while against the
+ * reference on the bf16-rounded inputs the bounds hold at any spread (docs/kernels.md,
+ * the bf16 table). */
 int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
                              const float *k, const float *v, const int64_t *k_pos,
                              int64_t nk, int d, double scale, double *state);

@@ -198,7 +198,7 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
                       const float *v, const int64_t *k_pos, int64_t nk, int d,
                       double scale, double *state)
 {
-    if (nq <= 0 || nk <= 0 || d <= 0)
+    if (nq <= 0 || nk <= 0 || d <= 0 || rb_attn_tile_masked(q_pos, nq, k_pos, nk))
         return 0;
     int rc = 0;
     /* few rows, or rows much fewer than keys (probe rows): stream the keys */
@@ -285,6 +285,11 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
 
     int used = nthr; /* stream mode: threads that ran (set in the parallel region) */
     const int blas_threads = openblas_get_num_threads();
+#ifdef _OPENMP
+    /* an OpenMP build of OpenBLAS sets OpenMP's own default through
+     * openblas_set_num_threads (omp_set_num_threads): the caller's is put back below */
+    const int omp_threads = omp_get_max_threads();
+#endif
     openblas_set_num_threads(1);
     const float fscale = (float)scale;
 #pragma omp parallel num_threads(nthr)
@@ -349,6 +354,9 @@ int rb_attn_tile_blas(const float *q, const int64_t *q_pos, int64_t nq, const fl
         }
     }
     openblas_set_num_threads(blas_threads);
+#ifdef _OPENMP
+    omp_set_num_threads(omp_threads);
+#endif
     if (stream) {
         /* merge the states of the threads that ran, in thread order: deterministic */
         for (int t = 0; t < used; t++)

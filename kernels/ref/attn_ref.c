@@ -184,6 +184,19 @@ static void tile_row(const float *qrow, int64_t qpos, const float *k, const floa
     st[2] = u;
 }
 
+/* rb_attn_tile_masked: see rb_kernels.h. */
+int rb_attn_tile_masked(const int64_t *q_pos, int64_t nq, const int64_t *k_pos, int64_t nk)
+{
+    if (nq <= 0 || nk <= 0)
+        return 0;
+    int64_t qmax = q_pos[0], kmin = k_pos[0];
+    for (int64_t i = 1; i < nq; i++)
+        qmax = q_pos[i] > qmax ? q_pos[i] : qmax;
+    for (int64_t i = 1; i < nk; i++)
+        kmin = k_pos[i] < kmin ? k_pos[i] : kmin;
+    return kmin > qmax;
+}
+
 int rb_attn_tile_ref(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                      const float *v, const int64_t *k_pos, int64_t nk, int d,
                      double scale, double *state)
