@@ -114,7 +114,8 @@ static void bench_usage(FILE *f)
             "                         results file keeps everything else)\n"
             "      --reps N           repetitions per row (default 5; without --reps, fewer\n"
             "                         where 5 would take over %.0f s; --quick: 1)\n"
-            "      --warmup N         untimed calls before the repetitions (default 1)\n"
+            "      --warmup N         untimed calls before the repetitions (default 1;\n"
+            "                         --quick: 0)\n"
             "      --kernels a,b      kernels to measure (ref, blas, avx512, avx512_bf16;\n"
             "                         default: every one built and supported here)\n"
             "      --threads LIST     thread counts, integers or 'all' (default 1,all)\n"
@@ -126,7 +127,8 @@ static void bench_usage(FILE *f)
             "\n"
             "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 measures that kernel\n"
             "only (as --kernels K would; both must agree); ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
-            "(and the triad's) off transparent huge pages.\n",
+            "(and the triad's) off transparent huge pages; ROPEBENCH_BF16_AMX=0 keeps the\n"
+            "avx512_bf16 kernel off AMX tiles where the CPU has them.\n",
             REP_BUDGET_S);
 }
 

@@ -361,6 +361,14 @@ int rb_cli_check_env(char *err, size_t errlen)
         if (!isalnum((unsigned char)*p) && *p != '_' && *p != ',')
             return rb_errf(err, errlen, RB_EINVAL, "ROPEBENCH_ISA='%s': not a kernel name "
                            "(ref, blas, avx512, avx512_bf16)", RB_ESC(isa));
+    const char *hide = getenv("ROPEBENCH_TEST_CPU_HIDE"); /* tests only */
+    size_t blen = 0;
+    const size_t bad = rb_cpu_hide_check(hide, &blen);
+    if (bad != (size_t)-1)
+        return rb_errf(err, errlen, RB_EINVAL,
+                       "ROPEBENCH_TEST_CPU_HIDE=%s: unknown feature '%.*s' (known: avx2, fma, "
+                       "avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, os_zmm)",
+                       RB_ESC(hide), (int)(blen < 40 ? blen : 40), hide + bad);
     static const char *const vars[] = {"ROPEBENCH_HUGEPAGES", "ROPEBENCH_PROBE_BALANCE",
                                        "ROPEBENCH_BF16_AMX"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
@@ -389,7 +397,9 @@ const char *rb_cli_thp_setting(void)
 void rb_cli_env_record(char *buf, size_t len)
 {
     static const char *const vars[] = {"ROPEBENCH_ISA", "ROPEBENCH_HUGEPAGES",
-                                       "ROPEBENCH_PROBE_BALANCE", "ROPEBENCH_BF16_AMX"};
+                                       "ROPEBENCH_PROBE_BALANCE", "ROPEBENCH_BF16_AMX",
+                                       "ROPEBENCH_TEST_CPU_HIDE",
+                                       "ROPEBENCH_TEST_QUICK_PEAKS"};
     size_t o = 0;
     if (len) buf[0] = '\0';
     for (size_t i = 0; i < sizeof vars / sizeof *vars && o < len; i++) {

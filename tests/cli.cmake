@@ -455,6 +455,37 @@ foreach(kv avx512:fp32 blas:fp32 avx512_bf16:bf16)
   endforeach()
 endforeach()
 
+# a CPU or OS without a feature (ROPEBENCH_TEST_CPU_HIDE clears it after cpuid and
+# xgetbv, as there): the automatic choice falls back, a forced kernel that needs it is
+# refused naming what is missing, and a run falls back whole (kernel, RoPE, metrics and
+# dataset helpers) to results within the fp32 bounds of the reference run
+set(hide ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=os_zmm)
+rb_cli_error(isa_no_zmm_state 2 "ROPEBENCH_ISA=avx512: not supported by this CPU \\(.*\\): it lacks (.*, )?ZMM state, which the OS does not save \\(XCR0\\) \\(available: ref, blas\\)$"
+  ${hide} ROPEBENCH_ISA=avx512 ${R})
+rb_cli_error(isa_no_bf16 2 "ROPEBENCH_ISA=avx512_bf16: not supported by this CPU \\(.*\\): it lacks (.*, )?avx512_bf16 \\(available: ref, blas(, avx512)?\\)$"
+  ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=avx512_bf16 ROPEBENCH_ISA=avx512_bf16 ${R} --set study.dtype=bf16)
+rb_cli_error(dtype_bf16_no_kernel 2 "study.dtype = bf16: no bf16 kernel usable on this CPU \\(available: ref, blas(, avx512)?\\)$"
+  ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=avx512_bf16 ${R} --set study.dtype=bf16)
+rb_cli_error(cpu_hide_unknown 2 "ROPEBENCH_TEST_CPU_HIDE=os_zmm,avx9: unknown feature 'avx9' \\(known: "
+  ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=os_zmm,avx9 ${R})
+rb_add_test(NAME info_no_zmm_state COMMAND ${hide} ${RB_EXE} info)
+set_tests_properties(info_no_zmm_state PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "os_zmm_state=0\nkernel +blas \\(blas: no usable AVX-512 kernel\\)[^\n]*\nROPEBENCH_ISA +\\(unset\\)\nROPEBENCH_TEST_CPU_HIDE +os_zmm ")
+rb_add_test(NAME e2e_fallback_no_zmm_state COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fast_vs_ref.py
+  ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 auto fp32 2 zigzag -- ${RB_MPIEXEC_CMD})
+set_tests_properties(e2e_fallback_no_zmm_state PROPERTIES FIXTURES_REQUIRED small_np1
+  PROCESSORS 2 LABELS "mpi;fast"
+  ENVIRONMENT "ROPEBENCH_TEST_CPU_HIDE=os_zmm;RB_EXPECT_KERNEL=blas")
+
+# one rank's triad without its arrays: refused naming the rank, not stored as a triad
+# of -1 GB/s (every case then recorded a peak the report takes for damage and skipped)
+rb_add_test(NAME peaks_alloc_fail_rank1 COMMAND ${CMAKE_COMMAND} -E env
+  ROPEBENCH_TEST_ALLOC_FAIL_RANK=1:peaks ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 1 "^ropebench: out of memory on rank 1 \\(the peak probes: the triad's 3 arrays of 8 MiB\\)$" --
+  ${RB_MPIEXEC_CMD} 2 ${RB_EXE} run -q -c ${RB_SMALL} --set study.modes=full
+  --set scaling.methods=none -o ${RB_WORK}/peaks_alloc_fail.h5)
+set_tests_properties(peaks_alloc_fail_rank1 PROPERTIES LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 60)
+
 # a file-size limit below what MPI_Init needs for its own files: one line, exit 2,
 # before MPI starts (Open MPI's own failure inside MPI_Init was a page of PMIx errors)
 rb_cli_error(run_fsize_floor 2 "^ropebench: the file-size limit \\(ulimit -f\\) is 500 KiB: MPI's start-up"

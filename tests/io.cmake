@@ -78,6 +78,13 @@ rb_add_test(NAME io_output_replaced LABELS io TIMEOUT 600
   COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/output_replaced.py
           ${RB_IO_DIR}/output-replaced $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})
 
+# An existing results file whose name leaves no room for ".partial-XXXXXX": staged under
+# a hashed name, so a failed run still leaves it as it was (tests/long_output_name.py).
+rb_add_test(NAME io_long_output_name LABELS io TIMEOUT 600
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/long_output_name.py
+          ${RB_IO_DIR}/long-name $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})
+set_tests_properties(io_long_output_name PROPERTIES PROCESSORS 2)
+
 # Results files damaged after the fact (attributes missing or out of range, positions,
 # needles and timings no run writes, one byte that crashes libhdf5): report skips the
 # case and says why on stderr, or refuses the file in one line; --resume redoes what a

@@ -302,6 +302,18 @@ def main():
            [exe, "report", damaged, "-o", os.path.join(work, "rep-ini-bad")], 0,
            r"configuration stored in .*cfg-damaged\.h5 does not load as a study "
            r"\(.*study\.ini:\d+: unknown section \[modXl\]\)")
+    # the same where gnuplot is missing: the report (but its plots) is written, exit 1,
+    # and both are said, gnuplot first (until 2026-12-03 the study.ini line was not)
+    p = subprocess.run([os.path.abspath(exe), "report", damaged, "-o",
+                        os.path.join(work, "rep-ini-bad-noplot")], capture_output=True,
+                       text=True, timeout=120,
+                       env=dict(os.environ, PATH=os.path.join(work, "no-such-bin")))
+    lines = ours(p.stderr)
+    if p.returncode != 1 or len(lines) != 2 or not lines[0].startswith("ropebench: gnuplot:") or \
+            "cfg-damaged.h5 does not load as a study" not in lines[1]:
+        failed.append(f"damaged config_text without gnuplot: exit {p.returncode}, {lines!r}")
+    else:
+        print("ok   damaged config_text without gnuplot: both said")
 
     kzero = os.path.join(work, "kzero.h5")
     rng = np.random.default_rng(3)
