@@ -105,12 +105,14 @@ set_tests_properties(cli_unused_note_none PROPERTIES LABELS "cli" FAIL_REGULAR_E
   PASS_REGULAR_EXPRESSION "short_factor = 1.0,")
 # a study refused after its keys were read (a probe position past its length) says its
 # reason alone: the notes come once every check has passed
-rb_add_test(NAME cli_unused_note_refused COMMAND ${R} --set study.modes=probe
+rb_add_test(NAME cli_unused_note_refused COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 2
+  ${R} --set study.modes=probe
   --set study.seq_lens=64 --set study.probe_seq_lens=64 --set study.probe_positions=64)
 set_tests_properties(cli_unused_note_refused PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "study.probe_positions: 64 is outside a sequence of 64 tokens")
 # the same for a --resume refused once the ranks are up (another study in the file)
-rb_add_test(NAME cli_unused_note_resume_refused COMMAND sh -c
+rb_add_test(NAME cli_unused_note_resume_refused COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 2
+  sh -c
   "cp \"$0\" \"$1\" && shift && exec \"$@\""
   ${RB_WORK}/small_np1.h5 ${RB_WORK}/note-resume.h5 ${RB_MPIEXEC_CMD} 1 ${RB_EXE} run -q
   -c ${RB_SMALL} --set needle.strength=2 --set study.datasets=gaussian --resume
@@ -468,7 +470,8 @@ rb_cli_error(dtype_bf16_no_kernel 2 "study.dtype = bf16: no bf16 kernel usable o
   ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=avx512_bf16 ${R} --set study.dtype=bf16)
 rb_cli_error(cpu_hide_unknown 2 "ROPEBENCH_TEST_CPU_HIDE=os_zmm,avx9: unknown feature 'avx9' \\(known: "
   ${CMAKE_COMMAND} -E env ROPEBENCH_TEST_CPU_HIDE=os_zmm,avx9 ${R})
-rb_add_test(NAME info_no_zmm_state COMMAND ${hide} ${RB_EXE} info)
+rb_add_test(NAME info_no_zmm_state COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${hide} ${RB_EXE} info)
 set_tests_properties(info_no_zmm_state PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "os_zmm_state=0\nkernel +blas \\(blas: no usable AVX-512 kernel\\)[^\n]*\nROPEBENCH_ISA +\\(unset\\)\nROPEBENCH_TEST_CPU_HIDE +os_zmm ")
 rb_add_test(NAME e2e_fallback_no_zmm_state COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fast_vs_ref.py

@@ -18,7 +18,9 @@ import numpy as np
 def rel_err(a, b, floor=0.0):
     scale = np.maximum(np.maximum(np.abs(a), np.abs(b)), max(floor, 1e-300))
     d = np.where(a == b, 0.0, np.abs(a - b) / scale)  # equal infinities are equal
-    return d
+    # a NaN on either side (or both: NaN is no result) is an infinite error, so that
+    # `e.max() > tol` cannot pass it (NaN > tol is False)
+    return np.where(np.isnan(d) | np.isnan(a) | np.isnan(b), np.inf, d)
 
 
 def parse(argv):
@@ -94,6 +96,7 @@ def main():
                 y = b["rows/output"][()].astype(np.float64)
                 s = np.maximum(np.abs(x).max(axis=2, keepdims=True), 1e-30)
                 e = np.abs(x - y) / s
+                e = np.where(np.isnan(e) | np.isnan(x) | np.isnan(y), np.inf, e)
                 if e.max() > otol:
                     h, i, k = np.unravel_index(np.argmax(e), e.shape)
                     print(f"FAIL {name} output: head {h} row {i} dim {k}: rel {e.max():.3g}")
@@ -102,6 +105,9 @@ def main():
                     passed += 1
     print(f"compared {ref_path} and {other_path}: lse {rtol:g}, entropy {etol:g}, "
           f"floor {floor:g}, outputs {otol:g}")
+    if passed + failed == 0:
+        print("FAIL: no case to compare")
+        failed = 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -89,7 +89,8 @@ set_tests_properties(compare_metrics_extra_case PROPERTIES
   FIXTURES_REQUIRED "needle_1m_np1;small_np1"
   PASS_REGULAR_EXPRESSION "FAIL none-L240-full-gaussian: missing in [^\n]*needle_1m_np1.h5\n")
 foreach(s compare_metrics compare_results)
-  rb_add_test(NAME ${s}_help COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${s}.py --help)
+  rb_add_test(NAME ${s}_help COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+    ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${s}.py --help)
   set_tests_properties(${s}_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ${s}.py")
 endforeach()
 
@@ -113,8 +114,9 @@ set(_rb_big_logits --set scaling.methods=yarn --set scaling.attention_factor=1e3
   --set study.modes=probe --set study.datasets=needle --set study.probe_seq_lens=64
   --set study.probe_rows=4 --set model.head_dim=32 --set needle.positions=-2
   --set needle.query_positions=-1)
-rb_add_test(NAME metrics_big_logits_note COMMAND ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench>
-  run -q ${_rb_big_logits} -o ${RB_MW}/big_logits_fast.h5)
+rb_add_test(NAME metrics_big_logits_note COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> run -q ${_rb_big_logits}
+  -o ${RB_MW}/big_logits_fast.h5)
 set_tests_properties(metrics_big_logits_note PROPERTIES PASS_REGULAR_EXPRESSION
   "note: yarn-x8-L64-probe-needle: scores reach \\|s\\| = 5\\.[0-9]+e\\+06.*fp32 lse.*ROPEBENCH_ISA=ref computes them exactly")
 rb_add_test(NAME metrics_big_logits_ref COMMAND ${CMAKE_COMMAND} -E env ROPEBENCH_ISA=ref

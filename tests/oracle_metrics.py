@@ -42,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_metrics_phase as phase_oracle  # noqa: E402  (independent numpy D, bands)
+import oracle_schedules  # noqa: E402  (independent numpy HF schedules)
 
 passed = 0
 failed = 0
@@ -356,7 +357,42 @@ def centres(e):
                      for i in range(len(e) - 1)])
 
 
+def check_schedule(name, c):
+    """The case's inv_freq, attention factor and scale, which every oracle below takes
+    from the file, recomputed from the study (config_text) and the case's method,
+    factor and length alone (oracle_schedules' HF formulas): a run that built its
+    schedule from a wrong key would otherwise agree with itself."""
+    f = c.file
+    num = lambda s, k: float(config_value(f, s, k))
+    d = int(num("model", "head_dim"))
+    rd_s = config_value(f, "model", "rotary_dim")
+    rd = d if rd_s == "auto" else int(rd_s)
+    opt = lambda k: None if config_value(f, "scaling", k) in ("unset", "") else num("scaling", k)
+    lst = lambda k: [float(x) for x in config_value(f, "scaling", k).split(",") if x.strip()]
+    setting = attr(c, "attention_factor_setting")
+    factors = [float(x) for x in config_value(f, "scaling", "factor").split(",")]
+    if attr(c, "method") != "none":
+        check(f"{name} factor is the study's", float(attr(c, "factor")) in factors, True, 0)
+    sc = {"method": attr(c, "method"), "dim": rd, "base": num("model", "base"),
+          "factor": float(attr(c, "factor")), "orig": int(num("model", "original_ctx")),
+          "seq_len": int(attr(c, "seq_len")),
+          "attention_factor": None if setting in ("auto", "unused") else float(setting),
+          "mscale": opt("mscale"), "mscale_all_dim": opt("mscale_all_dim"),
+          "beta_fast": num("scaling", "beta_fast"), "beta_slow": num("scaling", "beta_slow"),
+          "truncate": config_value(f, "scaling", "truncate") == "true",
+          "low_freq_factor": num("scaling", "low_freq_factor"),
+          "high_freq_factor": num("scaling", "high_freq_factor"),
+          "short_factor": lst("short_factor"), "long_factor": lst("long_factor")}
+    inv, af = oracle_schedules.hf_schedule(sc)[:2]
+    check_rel(f"{name} freqs/inv_freq (HF formulas from the study)", c["freqs/inv_freq"][()],
+              inv, 1e-12, 0.0)
+    check(f"{name} attention_factor (HF formulas from the study)",
+          float(attr(c, "attention_factor")), af, 1e-12)
+    check(f"{name} scale = 1/sqrt(head_dim)", float(attr(c, "scale")), 1 / math.sqrt(d), 1e-15)
+
+
 def case(name, c):
+    check_schedule(name, c)
     L = int(attr(c, "seq_len"))
     d = int(attr(c, "head_dim"))
     rd = int(attr(c, "rotary_dim"))
@@ -460,6 +496,13 @@ def case(name, c):
     q_all, k_all = c["inputs/q"][()], c["inputs/k"][()]
     S_exact = exact_scores(q_all, k_all, pos, inv, rd, layout, af, scale)
     entropy_rows(name, c, pos, S_exact)
+    # the rows' lse and entropy themselves, recomputed: the data-driven metrics below
+    # weigh with this lse, not the file's (which they would otherwise agree with however
+    # wrong); the reference kernel's to 1e-9, an fp32 kernel's to the issue's 1e-5
+    lse_x = logsumexp(S_exact)
+    rtol_rows = 1e-9 if attr(c, "kernel") == "ref" else 1e-5
+    check_rel(f"{name} rows/lse", lse, lse_x, rtol_rows, 1e-12)
+    check_rel(f"{name} rows/entropy", ent, masked_entropy(S_exact), rtol_rows, 1e-12)
     if mode != "probe":
         # full mode's weights: the mean over heads of each head's E|q_j| E|k_j| over all
         # its rows (the rotated fp32 rows' pair norms), never one head's q with
@@ -514,7 +557,7 @@ def case(name, c):
             s = scale * vis @ qr[r]
             dd = p - np.arange(p + 1)
             bi = np.searchsorted(bhi, dd, side="right")
-            pr = np.exp(s - lse[h, r])
+            pr = np.exp(s - lse_x[h, r])
             # the share leaves out pairs of p < 1e-30 (docs/metrics.md, 5.); they appear
             # only where logits are large
             ps = np.where(pr < 1e-30, 0.0, pr)
@@ -528,7 +571,7 @@ def case(name, c):
             for (nh, nq, nk), i in needles.items():
                 if nh == h and nq == p:
                     n_score[i] = s[nk]
-                    n_mass[i] = np.exp(s[nk] - lse[h, r])
+                    n_mass[i] = np.exp(s[nk] - lse_x[h, r])
                     n_rank[i] = 1 + np.count_nonzero(np.delete(s, nk) > s[nk])
                     # against the haystack: every needle position of this query left out
                     mine = sorted({k2 for (h2, q2, k2) in needles if h2 == h and q2 == p})

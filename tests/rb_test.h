@@ -29,6 +29,13 @@ static int n_pass, n_fail, n_printed;
 
 /* check: count one assertion; when it fails, print "FAIL: " and the formatted case (its
  * parameters and the values compared), for the first 60 failures only. */
+/* rb_test_max: the larger of a running worst error and a new one, NaN when either is
+ * NaN (fmax drops a NaN, which would let a NaN result pass a `worst <= tol` check). */
+static inline double rb_test_max(double worst, double e)
+{
+    return isnan(worst) || isnan(e) ? NAN : fmax(worst, e);
+}
+
 static inline void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline void check(int ok, const char *fmt, ...)
 {

@@ -5,8 +5,11 @@
  *   blas (fp32):  |lse - lse_ref| <= 1e-5 (1 + A/16),  |H - H_ref| <= 1e-5 (1 + A/16),
  *                 |out - out_ref|_inf <= 1e-5 (1 + A/16) vmax
  *   bf16:         against the reference on bf16-rounded q, k, v (what the kernel
- *                 computes up to p rounding and fp32 sums): out 2e-2 vmax, H 1e-2,
- *                 lse 1e-2 (1 + A/16); against the reference on the raw inputs, for
+ *                 computes up to p rounding and fp32 sums, which leave lse and H
+ *                 alone): out 2e-2 vmax, H and lse 1e-5 (1 + A/16), the fp32 bound
+ *                 (1e-2 until 2026-12-03, which passed a key dropped from a row of
+ *                 150); measured on the VDPBF16PS path, not on AMX tiles (no AMX
+ *                 here); against the reference on the raw inputs, for
  *                 ordinary logits and d >= 64 only (at d = 2 the rounding of q and k
  *                 alone moves H by ~4e-2): out 2e-2 vmax, H 1e-2 (the contract).
  * A row without visible keys must stay exactly the empty state; no NaN anywhere. */
@@ -226,7 +229,7 @@ static void run_case(tparams *p, int have_bf16)
             if (!p->large && p->d >= 64)
                 compare(p, "ref raw inputs", st, ref, q, qp, k, kp, v, 1e-2, 1e-2, 2e-2, 0);
             run_kernel(rb_attn_tile_ref, &one, qb, qp, kb, vb, kp, ref);
-            compare(p, "ref bf16 inputs", st, ref, qb, qp, kb, kp, vb, 1e-2, 1e-2, 2e-2, 1);
+            compare(p, "ref bf16 inputs", st, ref, qb, qp, kb, kp, vb, 1e-5, 1e-5, 2e-2, 1);
         }
     }
     free(q), free(k), free(v), free(qb), free(kb), free(vb);
@@ -286,7 +289,7 @@ static void probe_rounding(void)
             rb_state_finalize(st, NQ, D, NULL, NULL, out);
             double worst = 0;
             for (int i = 0; i < NQ * D; i++)
-                worst = fmax(worst, fabs(out[i] - 1.0));
+                worst = isnan(out[i]) || isnan(worst) ? NAN : fmax(worst, fabs(out[i] - 1.0));
             check(rc == 0 && worst <= 1e-6,
                   "bf16 probe path, %d threads, v %s: v = 1 + 3*2^-10 (bf16: 1) gives outputs "
                   "off 1 by %.3g (want <= 1e-6)",

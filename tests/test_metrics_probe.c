@@ -523,7 +523,7 @@ static void many_rows_case(void)
     for (size_t i = 0; i < len; i++) {
         const double x = acc[0][i], y = acc[1][i];
         const double e = x == y ? 0 : fabs(x - y) / fmax(fmax(fabs(x), fabs(y)), 1e-300);
-        if (e > worst) {
+        if (!(e <= worst) && !isnan(worst)) { /* a NaN on one side is kept */
             worst = e;
             at = i;
         }

@@ -478,6 +478,14 @@ def check_content(cmd, work, label, path, ntables=None):
     b = check_bench(md, path)
     nm = check_metrics_cost(md, path)
     ns = check_metrics_summary(md, path)
+    # a file with complete cases that hold metric groups must show both tables: a
+    # report that dropped one checked 0 rows and passed before 2026-12-03
+    with h5py.File(path, "r") as f:
+        with_metrics = any(g.attrs.get("complete") == 1 and "phase" in g
+                           for g in (f["cases"].values() if "cases" in f else []))
+    if with_metrics and (nm == 0 or ns == 0):
+        fail("%s: the file has complete cases with metrics, but %d metrics-cost cells and "
+             "%d metrics summary rows were checked" % (label, nm, ns))
     svgs = check_svgs(md, html, out, path)
     print("ok   %s: %d metric tables, %sbench table, %d SVGs, %d metrics-cost cells, "
           "%d metrics summary rows" % (label, n, "" if b else "no ", len(svgs), nm, ns))

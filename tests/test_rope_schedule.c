@@ -299,7 +299,7 @@ static void test_identities(void)
                     continue;
                 double worst = 0;
                 for (int j = 0; j < d / 2; j++)
-                    worst = fmax(worst, rel(inv[j], def[j]));
+                    worst = rb_test_max(worst, rel(inv[j], def[j]));
                 check(worst <= 1e-14 && info.attention_factor == 1.0,
                       "%s factor 1 dim %d base %g: max rel diff to default %.3g, "
                       "attention factor %.17g (want 0 and 1)",
