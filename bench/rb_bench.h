@@ -157,7 +157,8 @@ int rb_metrics_begin(rb_case_metrics **m, const rb_config *c, int mode, int64_t 
 /* rb_test_alloc_fail: the test hook ROPEBENCH_TEST_ALLOC_FAIL_RANK=K[:where]: whether
  * this rank's allocations at `where` are to count as failed ("case": a case's arrays,
  * also when the hook gives no where; "metrics": rb_metrics_head's buffers;
- * "precision": its phase-precision sample; "metrics_write": rb_metrics_write's). Unset or another rank: 0. */
+ * "precision": its phase-precision sample; "metrics_write": rb_metrics_write's;
+ * "peaks": the triad's arrays at the run's start). Unset or another rank: 0. */
 int rb_test_alloc_fail(int rank, const char *where);
 
 /* rb_metrics_head: collective, once per head after that head's attention: pair norms

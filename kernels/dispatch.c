@@ -66,7 +66,7 @@ size_t rb_cpu_hide_check(const char *list, size_t *len)
     rb_cpu_info ci;
     for (size_t o = 0; list && list[o];) {
         const size_t n = strcspn(list + o, ",");
-        if (!cpu_field(&ci, list + o, n)) {
+        if (n && !cpu_field(&ci, list + o, n)) {
             *len = n;
             return o;
         }
@@ -91,7 +91,8 @@ static void cpu_hide(rb_cpu_info *ci)
 
 /* avx2 and fma are reported as usable (CPU bit and the OS saves YMM state);
  * the avx512* fields are the CPU bits alone, and os_zmm says whether the OS saves
- * opmask/ZMM state, so "AVX-512 usable" is avx512f && os_zmm. */
+ * opmask/ZMM state; "AVX-512 usable" (rb_cpu_avx512_usable) is F, BW, VL, DQ and
+ * os_zmm together. */
 void rb_cpu_detect(rb_cpu_info *ci)
 {
     if (!ci)
