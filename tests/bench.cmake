@@ -83,7 +83,8 @@ rb_bench_error(length_small "--lengths '8': not an integer in \\[16, 1048576\\]"
 rb_bench_error(length_text "--lengths 'long': not an integer" ${B} --lengths long)
 rb_bench_error(length_suffix_big "--lengths '2M': not an integer in \\[16, 1048576\\]" ${B} --lengths 2M)
 # --lengths 1K is 1024, as in a study file: one causal row of that length
-rb_add_test(NAME bench.lengths_suffix COMMAND ${B} --quick --only causal --kernels ref
+rb_add_test(NAME bench.lengths_suffix COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${B} --quick --only causal --kernels ref
   --threads 1 --head-dims 16 --lengths 1K LABELS "bench;cli")
 set_tests_properties(bench.lengths_suffix PROPERTIES
   PASS_REGULAR_EXPRESSION "ref +fp32 +causal +16 +1024 +1 ")
@@ -94,7 +95,8 @@ set_tests_properties(bench.lengths_suffix PROPERTIES
 rb_add_test(NAME bench.rope_fast_name COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/bench_rope_name.py $<TARGET_FILE:ropebench> LABELS "bench;cli")
 set_tests_properties(bench.rope_fast_name PROPERTIES SKIP_RETURN_CODE 77)
-rb_add_test(NAME bench.seconds_digits COMMAND ${B} --quick --only causal --kernels ref
+rb_add_test(NAME bench.seconds_digits COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${B} --quick --only causal --kernels ref
   --threads 1 --head-dims 2 --lengths 16 LABELS "bench;cli")
 set_tests_properties(bench.seconds_digits PROPERTIES
   PASS_REGULAR_EXPRESSION "ref +fp32 +causal +2 +16 +1 +1 +([0-9.]+e-0[0-9]|0\\.[0-9][0-9][0-9][0-9][0-9][0-9]+) "

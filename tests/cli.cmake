@@ -85,7 +85,8 @@ rb_cli_error(config_no_line_ends 2 "pagemap:1: a line longer than 1024 KiB" ${R}
 # inside a value is part of it
 file(WRITE ${RB_WORK}/comments.ini "[model] ; the model\nhead_dim = 64\n[study];x\ndatasets = file\n"
   "[file]#y\npath = /data/run #2.h5 ; a comment\n")
-rb_add_test(NAME cli_comments COMMAND ${R} -c ${RB_WORK}/comments.ini --set study.datasets=gaussian)
+rb_add_test(NAME cli_comments COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} -c ${RB_WORK}/comments.ini --set study.datasets=gaussian)
 set_tests_properties(cli_comments PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 64\n.*path = /data/run #2.h5\n")
 # a key set away from its default that nothing in the study reads is named in a note
@@ -93,13 +94,15 @@ set_tests_properties(cli_comments PROPERTIES LABELS "cli"
 # default study, give none
 # (stderr alone: mpiexec forwards stdout and stderr separately, so the resolved study
 # could land between the note lines, and the regex below once failed so)
-rb_add_test(NAME cli_unused_note COMMAND sh -c "\"$@\" >/dev/null" sh ${R}
+rb_add_test(NAME cli_unused_note COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  sh -c "\"$@\" >/dev/null" sh ${R}
   --set scaling.methods=none,pi
   --set scaling.short_factor=1,2 --set scaling.beta_fast=64 --set study.datasets=gaussian
   --set needle.strength=2)
 set_tests_properties(cli_unused_note PROPERTIES LABELS "cli" PASS_REGULAR_EXPRESSION
   "ropebench: note: scaling.beta_fast is set but this study does not use it \\(yarn is not in scaling.methods\\)\nropebench: note: scaling.short_factor is set but this study does not use it \\(longrope is not in scaling.methods\\)\nropebench: note: needle.strength is set but this study does not use it \\(needle is not in study.datasets\\)\n")
-rb_add_test(NAME cli_unused_note_none COMMAND ${R} -c ${RB_WORK}/long_lines.ini
+rb_add_test(NAME cli_unused_note_none COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} -c ${RB_WORK}/long_lines.ini
   --set scaling.methods=longrope,yarn --set scaling.beta_fast=64 --set needle.strength=2)
 set_tests_properties(cli_unused_note_none PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "short_factor = 1.0,")
@@ -120,7 +123,8 @@ rb_add_test(NAME cli_unused_note_resume_refused COMMAND sh ${CMAKE_CURRENT_SOURC
 set_tests_properties(cli_unused_note_resume_refused PROPERTIES LABELS "cli"
   FIXTURES_REQUIRED small_np1 FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "--resume: the file was written by a different study")
-rb_add_test(NAME cli_unused_note_default COMMAND ${R})
+rb_add_test(NAME cli_unused_note_default COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R})
 set_tests_properties(cli_unused_note_default PROPERTIES LABELS "cli" FAIL_REGULAR_EXPRESSION "note:"
   PASS_REGULAR_EXPRESSION "# ropebench resolved study")
 rb_cli_error(long_option_value 2 "run: option --resume takes no value \\('--resume=x'\\)" ${RB_EXE} run --resume=x)
@@ -128,7 +132,8 @@ rb_cli_error(long_value_then_cluster 2 "run: option --quiet takes no value \\('-
 rb_cli_error(long_prefix_value 2 "bench: option --quick takes no value \\('--qu=1'\\)" ${RB_EXE} bench --qu=1)
 rb_cli_error(long_ambiguous 2 "run: option '--d' is ambiguous \\(--dump-inputs, --dry-run\\)" ${RB_EXE} run --d)
 rb_cli_error(report_unknown_option 2 "report: unknown option '--frob' \\(see ropebench report --help\\)" ${RB_EXE} report --frob x.h5)
-rb_add_test(NAME cli_long_lines COMMAND ${R} -c ${RB_WORK}/long_lines.ini)
+rb_add_test(NAME cli_long_lines COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} -c ${RB_WORK}/long_lines.ini)
 set_tests_properties(cli_long_lines PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 128\n.*short_factor = (1\\.0,)+1\\.0\nlong_factor = (1\\.0,)+2\\.0\n")
 rb_cli_error(seq_len_twice 2 "study.seq_lens: 64 listed twice" ${R} --set study.seq_lens=64,128,64)
@@ -270,7 +275,8 @@ set_tests_properties(cli_error_report_same_file PROPERTIES FIXTURES_REQUIRED sma
 # machine still gives its table
 rb_cli_error(freqs_ntk_dim2 2 "^ropebench: freqs: ntk at seq_len 100: rotary_dim: must be > 2 for method ntk" ${RB_EXE} freqs -m ntk --head-dim 2 --seq-len 100)
 file(WRITE ${RB_WORK}/freqs_file_study.ini "[study]\ndatasets = file\n[file]\npath = /nonexistent/qkv.h5\n")
-rb_add_test(NAME cli_freqs_study_file_elsewhere COMMAND ${RB_EXE} freqs -c ${RB_WORK}/freqs_file_study.ini -m yarn)
+rb_add_test(NAME cli_freqs_study_file_elsewhere COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} freqs -c ${RB_WORK}/freqs_file_study.ini -m yarn)
 set_tests_properties(cli_freqs_study_file_elsewhere PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "correction range \\[20, 46\\]")
 # values compared with a bound or another key are shown as written, not rounded by %g
@@ -311,10 +317,12 @@ rb_add_test(NAME cli_error_mpi_zigzag COMMAND ${RB_PYTHON}
 # probe_rows gives that many distinct probe rows (log spacing is finer than one token at
 # the low end: the rows there are 0, 1, 2, ...), or every position when it exceeds L
 set(RP ${R} --set study.modes=probe --set study.datasets=gaussian --set scaling.methods=none)
-rb_add_test(NAME cli_probe_rows_distinct COMMAND ${RP})
+rb_add_test(NAME cli_probe_rows_distinct COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RP})
 set_tests_properties(cli_probe_rows_distinct PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "none-L1048576-probe-gaussian +512 ")
-rb_add_test(NAME cli_probe_rows_all COMMAND ${RP} --set study.seq_lens=64
+rb_add_test(NAME cli_probe_rows_all COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RP} --set study.seq_lens=64
   --set study.probe_seq_lens=64 --set study.probe_rows=100)
 set_tests_properties(cli_probe_rows_all PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "none-L64-probe-gaussian +64 ")
@@ -340,18 +348,22 @@ set_tests_properties(e2e_large_logits_finite PROPERTIES LABELS "cli" FIXTURES_RE
 
 # smoke: help, version, info, freqs
 foreach(sub run report freqs info)
-  rb_add_test(NAME cli_help_${sub} COMMAND ${RB_EXE} ${sub} --help)
+  rb_add_test(NAME cli_help_${sub} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} ${sub} --help)
   set_tests_properties(cli_help_${sub} PROPERTIES PASS_REGULAR_EXPRESSION "usage: ")
 endforeach()
-rb_add_test(NAME cli_version COMMAND ${RB_EXE} --version)
+rb_add_test(NAME cli_version COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} --version)
 set_tests_properties(cli_version PROPERTIES PASS_REGULAR_EXPRESSION "^ropebench [0-9]+\\.[0-9]+\\.[0-9]+")
-rb_add_test(NAME cli_info COMMAND ${RB_EXE} info)
+rb_add_test(NAME cli_info COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} info)
 set_tests_properties(cli_info PROPERTIES PASS_REGULAR_EXPRESSION "kernel +(ref|blas|avx512|avx512_bf16) \\(.*hdf5 +1\\.")
 # freqs: YaRN s=10, L0=2048 (the issue's known values): range (16, 41), pair 17
 # freqs prints the issue's known schedule values
 rb_add_test(NAME cli_freqs_known COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/freqs_known.py ${RB_EXE})
 # size suffixes mean what they mean in a study file (rb_cli_parse_count)
-rb_add_test(NAME cli_freqs_seq_len_suffix COMMAND ${RB_EXE} freqs --method none --seq-len 1K)
+rb_add_test(NAME cli_freqs_seq_len_suffix COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} freqs --method none --seq-len 1K)
 set_tests_properties(cli_freqs_seq_len_suffix PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "seq_len 1024\n")
 # in either case, as docs/config.md says (m and g were refused as "not an integer")
@@ -359,7 +371,8 @@ foreach(_s 2m:2097152 1g:1073741824 3k:3072)
   string(REPLACE ":" ";" _p ${_s})
   list(GET _p 0 _in)
   list(GET _p 1 _want)
-  rb_add_test(NAME cli_freqs_seq_len_suffix_${_in} COMMAND ${RB_EXE} freqs --method none
+  rb_add_test(NAME cli_freqs_seq_len_suffix_${_in} COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${RB_EXE} freqs --method none
     --seq-len ${_in})
   set_tests_properties(cli_freqs_seq_len_suffix_${_in} PROPERTIES LABELS "cli"
     PASS_REGULAR_EXPRESSION "seq_len ${_want}\n")
@@ -539,7 +552,8 @@ rb_cli_error(bench_json_control 2 "^ropebench: bench: --json '/x\\\\ny': a contr
 rb_cli_error(info_isa_control 2 "^ropebench: info: ROPEBENCH_ISA='a\\\\nb': not a kernel name"
   ${CMAKE_COMMAND} -E env "ROPEBENCH_ISA=a\nb" ${RB_EXE} info)
 # YaRN with original_ctx below 2*pi*beta_slow interpolates nothing: named in a note
-rb_add_test(NAME cli_yarn_empty_range_note COMMAND ${R} --set scaling.methods=yarn
+rb_add_test(NAME cli_yarn_empty_range_note COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} --set scaling.methods=yarn
   --set model.original_ctx=4)
 set_tests_properties(cli_yarn_empty_range_note PROPERTIES LABELS "cli" PASS_REGULAR_EXPRESSION
   "ropebench: note: yarn's correction range \\[0, -3\\] is empty at original_ctx 4 with beta_slow 1")
@@ -556,7 +570,8 @@ rb_cli_error(late_check_line 2 "probe_pos.ini:4: study.probe_positions: 100 is o
 # 1 MiB (a comment) is refused
 rb_cli_error(freqs_factor_twice 2 "^ropebench: freqs: -f/--factor given twice \\('2', then '4'\\)$"
   ${RB_EXE} freqs -m pi -f 2 --factor 4)
-rb_add_test(NAME cli_yarn_all_interpolated_no_note COMMAND ${R} --set scaling.methods=yarn
+rb_add_test(NAME cli_yarn_all_interpolated_no_note COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} --set scaling.methods=yarn
   --set model.base=100 --set model.original_ctx=4000000)
 set_tests_properties(cli_yarn_all_interpolated_no_note PROPERTIES LABELS "cli"
   FAIL_REGULAR_EXPRESSION "note: yarn" PASS_REGULAR_EXPRESSION "# ropebench resolved study")
@@ -566,6 +581,7 @@ rb_cli_error(config_line_over_mib 2 "mib_line.ini:1: a line longer than 1024 KiB
 # a line of exactly 1 MiB of text is allowed, with LF or CR LF after it
 string(REPEAT "x" 1048574 _rb_mib)
 file(WRITE ${RB_WORK}/mib_exact.ini "# ${_rb_mib}\r\n[model]\nhead_dim = 64\n")
-rb_add_test(NAME cli_config_line_of_mib COMMAND ${R} -c ${RB_WORK}/mib_exact.ini)
+rb_add_test(NAME cli_config_line_of_mib COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${R} -c ${RB_WORK}/mib_exact.ini)
 set_tests_properties(cli_config_line_of_mib PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "head_dim = 64")

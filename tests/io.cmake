@@ -41,7 +41,8 @@ rb_add_test(NAME io_make_synthetic_corrupt LABELS io
           ${RB_IO_DIR}/synthetic-corrupt.h5)
 set_tests_properties(io_make_synthetic_corrupt PROPERTIES FIXTURES_SETUP io_corrupt)
 rb_add_test(NAME oracle_fails_on_corrupt LABELS io
-  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 1
+          ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py
           ${RB_IO_DIR}/synthetic-corrupt.h5)
 set_tests_properties(oracle_fails_on_corrupt PROPERTIES FIXTURES_REQUIRED io_corrupt
   PASS_REGULAR_EXPRESSION "2 passed, 1 failed"

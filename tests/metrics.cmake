@@ -101,7 +101,8 @@ set_tests_properties(e2e_needle_1m_rows e2e_needle_1m_metrics e2e_needle_1m_keys
   FIXTURES_REQUIRED "needle_1m_np1;needle_1m_np2")
 # the comparison scripts: a case in the second file only is a difference too; --help
 # prints the usage (it raised an IndexError)
-rb_add_test(NAME compare_metrics_extra_case COMMAND ${RB_PYTHON}
+rb_add_test(NAME compare_metrics_extra_case COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 1
+  ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/compare_metrics.py ${RB_MW}/needle_1m_np1.h5 ${RB_MW}/small_np1.h5)
 set_tests_properties(compare_metrics_extra_case PROPERTIES
   FIXTURES_REQUIRED "needle_1m_np1;small_np1"
