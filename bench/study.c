@@ -1144,8 +1144,14 @@ static int write_provenance(rb_run *r, int argc, char **argv)
 
     TRY(rb_topo_collect(r->comm, &topo, e, el));
     have_topo = 1;
-    /* the summary describes each rank's own host: record rank 0's everywhere */
+    /* the summary and the library versions are each rank's own (hosts may differ):
+     * rank 0's everywhere, since a collective attribute write takes the same value on
+     * every rank */
     bcast_str(topo.summary, sizeof topo.summary, r->comm);
+    bcast_str(topo.hwloc_version, sizeof topo.hwloc_version, r->comm);
+    char h5v[32];
+    snprintf(h5v, sizeof h5v, "%s", rb_results_backend_version());
+    bcast_str(h5v, sizeof h5v, r->comm);
 
     rb_cli_defer_begin(); /* to the flush below: write_window_end */
     TRY(rb_results_attr_str(r->res, "/", "format", "ropebench", e, el));
@@ -1181,8 +1187,7 @@ static int write_provenance(rb_run *r, int argc, char **argv)
     }
     TRY(rb_results_attr_str(r->res, p, "environment", env, e, el));
     TRY(rb_results_attr_str(r->res, p, "mpi_version", mpiv, e, el));
-    TRY(rb_results_attr_str(r->res, p, "hdf5_version", rb_results_backend_version(), e,
-                            el));
+    TRY(rb_results_attr_str(r->res, p, "hdf5_version", h5v, e, el));
     TRY(rb_results_attr_str(r->res, p, "openblas_config", blas, e, el));
     TRY(rb_results_attr_str(r->res, p, "hwloc_version", topo.hwloc_version, e, el));
     TRY(rb_results_attr_str(r->res, p, "hostname", topo.rank_host[0], e, el));

@@ -99,7 +99,10 @@ int rb_spectral_amplitudes(const rb_dataset *ds, double *a, char *err, size_t er
  * u0, u1 words 0, 1 of the block with counter (p lo, p hi, 1<<24 | t<<16 | h, j), as
  * (x + 0.5)/2^32. coherence 1: every Q and K pair has phase psi_j, so the score of q at
  * m and k at n after RoPE is sum_j m_q m_k cos((m - n) theta'_j) (about sum_j a_j^2
- * cos); coherence 0: phases uniform on the circle.
+ * cos); coherence 0: phases uniform on the circle. Unlike gaussian, the spectral
+ * values go through libm (exp, sqrt, cos, sin): a pure function of the same inputs on
+ * one host, but hosts with different math libraries may differ in the last bits (a
+ * multi-host run then gives a position's values as its host computes them).
  * file: not generated; returns RB_EINVAL (read it with rb_dataset_open/read).
  * Errors: head_dim <= 0 or odd, head outside [0, 65535], negative position,
  * n_needles outside [0, RB_NEEDLE_MAX], spectral rotary_dim odd or > head_dim,

@@ -27,7 +27,8 @@ static hwloc_topology_t topo_load(void)
 }
 
 /* "cpuset 0x3 = PU 0-1" (OS indexes), with " (unbound)" when the process may run on
- * every PU of the machine, or "cpuset unknown (...)" when hwloc cannot tell. */
+ * every PU hwloc shows (in hwloc 2 the PUs the process's cgroup allows, not every PU
+ * of the machine), or "cpuset unknown (...)" when hwloc cannot tell. */
 static void binding_string(hwloc_topology_t topo, char *buf, size_t len)
 {
     if (!topo) {
