@@ -443,11 +443,9 @@ int rb_cmd_report(int argc, char **argv)
     }
     if (rc != RB_OK) {
         /* a report written but for its plots (gnuplot missing or failing: its message
-         * comes first) still gets its Regenerate check */
-        char md[4200], ini[4200];
-        snprintf(md, sizeof md, "%s/report.md", out);
-        snprintf(ini, sizeof ini, "%s/study.ini", out);
-        if (strncmp(err, "gnuplot", 7) == 0 && access(md, F_OK) == 0 && access(ini, F_OK) == 0)
+         * comes first; report.md and study.ini are written before any plot) still gets
+         * its Regenerate check */
+        if (strncmp(err, "gnuplot", 7) == 0)
             report_check_ini(in, out);
         return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
     }

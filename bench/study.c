@@ -347,6 +347,16 @@ static void bcast_str(char *buf, int cap, MPI_Comm comm)
     buf[cap - 1] = '\0';
 }
 
+/* fnv1a: the 64-bit FNV-1a hash of the string s (the study text's fingerprint, and the
+ * names of the lock and staging files that stand in for over-long ones). */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 /* check_same_setup: collective. The choices each rank made alone before MPI_Init must
  * be one choice: the kernel (ROPEBENCH_ISA, or a CPU that differs between nodes), the
  * thread count (OMP_NUM_THREADS, OMP_THREAD_LIMIT) and the study (a -c file that
@@ -357,10 +367,7 @@ static void bcast_str(char *buf, int cap, MPI_Comm comm)
 static int check_same_setup(rb_run *r)
 {
     char name[64], mine[sizeof r->err], own_detail[sizeof r->kernel_detail];
-    uint64_t hash = 1469598103934665603ull; /* FNV-1a of the study's text */
-    for (const char *t = r->cfg->text; t && *t; t++)
-        hash = (hash ^ (unsigned char)*t) * 1099511628211ull;
-    uint64_t h0 = hash;
+    uint64_t hash = fnv1a(r->cfg->text), h0 = hash;
     int threads = rb_kernels_threads(), t0 = threads, failed = 1;
     snprintf(name, sizeof name, "%s", r->ops.name);
     snprintf(own_detail, sizeof own_detail, "%s", r->ops.detail);
@@ -1399,7 +1406,8 @@ static int measure_peaks(rb_run *r, int store)
     MPI_Barrier(r->comm);
     mine[0] = rb_peak_fma_gflops(0, quick ? 0.02 : 0.2) / (low ? 1000.0 : 1.0);
     MPI_Barrier(r->comm);
-    mine[1] = rb_triad_gbps(0, (size_t)(quick ? 8 : 256) << 20);
+    const int triad_mib = quick ? 8 : 256; /* per array */
+    mine[1] = rb_triad_gbps(0, (size_t)triad_mib << 20);
     /* (test hook: rank K's triad counts as not allocated) */
     if (rb_test_alloc_fail(r->rank, "peaks"))
         mine[1] = -1.0;
@@ -1407,9 +1415,9 @@ static int measure_peaks(rb_run *r, int store)
     col = malloc(sizeof(double) * (size_t)r->nranks);
     /* a triad that could not have its arrays (-1) is not stored as a figure: every case
      * records the sum, and the report skips cases with a peak <= 0 as damaged */
-    if ((rc = agree_alloc(r, all && col && mine[1] > 0,
-                          quick ? "the peak probes: the triad's 3 arrays of 8 MiB"
-                                : "the peak probes: the triad's 3 arrays of 256 MiB")))
+    char what[64];
+    snprintf(what, sizeof what, "the peak probes: the triad's 3 arrays of %d MiB", triad_mib);
+    if ((rc = agree_alloc(r, all && col && mine[1] > 0, what)))
         goto cleanup;
     MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, r->comm);
     /* the sums from rank 0 to all: every rank then writes the same attribute values
@@ -1465,11 +1473,8 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
     if (ok && strlen(name) + sizeof ".partial-XXXXXX" - 1 <= NAME_MAX) {
         ok = (size_t)snprintf(staged, slen, "%s.partial-XXXXXX", real) < slen;
     } else if (ok) {
-        uint64_t h = 1469598103934665603ull;
-        for (const char *c = name; *c; c++)
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
         ok = (size_t)snprintf(staged, slen, "%.*s/.ropebench-%016llx.partial-XXXXXX", dirlen,
-                              real, (unsigned long long)h) < slen;
+                              real, (unsigned long long)fnv1a(name)) < slen;
     }
     free(real);
     if (!ok) return 0;
@@ -1493,11 +1498,8 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
         /* a file name within NAME_MAX whose ".lock" is not: the same directory, a name
          * from a hash of the file name (FNV-1a), the same for every run on that file */
         const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
-        uint64_t h = 1469598103934665603ull;
-        for (const char *c = base; *c; c++)
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
         snprintf(path, len, "%.*s.ropebench-%016llx.lock", slash ? (int)(base - out) : 0, out,
-                 (unsigned long long)h);
+                 (unsigned long long)fnv1a(base));
         *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     }
     if (*fd < 0)

@@ -60,34 +60,30 @@ static int *cpu_field(rb_cpu_info *ci, const char *name, size_t n)
     return NULL;
 }
 
-/* rb_cpu_hide_check: see rb_kernels.h. */
-size_t rb_cpu_hide_check(const char *list, size_t *len)
+/* hide_walk: the names of the comma list `list` (NULL: none; empty names skipped),
+ * each known one cleared in *ci when ci is not NULL; returns the offset of the first
+ * unknown name (its length in *len), or (size_t)-1; the names after it are still walked. The one parser of
+ * ROPEBENCH_TEST_CPU_HIDE, for rb_cpu_detect and rb_cpu_hide_check. */
+static size_t hide_walk(const char *list, rb_cpu_info *ci, size_t *len)
 {
-    rb_cpu_info ci;
+    rb_cpu_info scratch; /* (only its field addresses are taken when ci is NULL) */
+    size_t bad = (size_t)-1;
     for (size_t o = 0; list && list[o];) {
         const size_t n = strcspn(list + o, ",");
-        if (n && !cpu_field(&ci, list + o, n)) {
+        int *f = n ? cpu_field(ci ? ci : &scratch, list + o, n) : NULL;
+        if (n && !f && bad == (size_t)-1) {
+            bad = o;
             *len = n;
-            return o;
         }
+        if (f && ci)
+            *f = 0;
         o += n + (list[o + n] == ',');
     }
-    return (size_t)-1;
+    return bad;
 }
 
-/* cpu_hide: ROPEBENCH_TEST_CPU_HIDE's names cleared from *ci (contract in
- * rb_kernels.h); unknown names are left to rb_cpu_hide_check's caller. */
-static void cpu_hide(rb_cpu_info *ci)
-{
-    const char *s = getenv("ROPEBENCH_TEST_CPU_HIDE");
-    while (s && *s) {
-        const size_t n = strcspn(s, ",");
-        int *f = cpu_field(ci, s, n);
-        if (f)
-            *f = 0;
-        s += n + (s[n] == ',');
-    }
-}
+/* rb_cpu_hide_check: see rb_kernels.h. */
+size_t rb_cpu_hide_check(const char *list, size_t *len) { return hide_walk(list, NULL, len); }
 
 /* avx2 and fma are reported as usable (CPU bit and the OS saves YMM state);
  * the avx512* fields are the CPU bits alone, and os_zmm says whether the OS saves
@@ -145,7 +141,8 @@ void rb_cpu_detect(rb_cpu_info *ci)
         trim_copy(ci->model, sizeof ci->model, brand);
     }
 #endif
-    cpu_hide(ci);
+    size_t unknown_len; /* (unknown names: refused by rb_cli_check_env) */
+    (void)hide_walk(getenv("ROPEBENCH_TEST_CPU_HIDE"), ci, &unknown_len);
 }
 
 /* ---- kernel variants ------------------------------------------------------------
@@ -179,8 +176,6 @@ int rb_cpu_avx512_usable(const rb_cpu_info *ci)
     return ci->avx512f && ci->avx512bw && ci->avx512vl && ci->avx512dq && ci->os_zmm;
 }
 
-static int cpu_avx512(const rb_cpu_info *ci) { return rb_cpu_avx512_usable(ci); }
-
 int rb_kernels_helpers_avx512(void)
 {
     static atomic_int have = -1;
@@ -188,7 +183,7 @@ int rb_kernels_helpers_avx512(void)
     if (h < 0) {
         rb_cpu_info ci;
         rb_cpu_detect(&ci);
-        h = cpu_avx512(&ci);
+        h = rb_cpu_avx512_usable(&ci);
         atomic_store(&have, h);
     }
     const char *isa = getenv("ROPEBENCH_ISA");
@@ -197,7 +192,7 @@ int rb_kernels_helpers_avx512(void)
 
 static int cpu_avx512_bf16(const rb_cpu_info *ci)
 {
-    return cpu_avx512(ci) && ci->avx512_bf16;
+    return rb_cpu_avx512_usable(ci) && ci->avx512_bf16;
 }
 
 /* The build defines RB_HAVE_<variant> for each kernel file it compiles (CMake). */
@@ -254,7 +249,7 @@ static const rb_kernel_variant variants[] = {
     {"avx512_bf16", RB_TILE_AVX512_BF16, cpu_avx512_bf16, 1,
      "avx512_bf16: the bf16 kernel, AVX512_BF16 present", "bf16", RB_ROPE_FAST,
      RB_DETAIL_BF16, RB_PROBE_AVX512_BF16},
-    {"avx512", RB_TILE_AVX512, cpu_avx512, 1, "avx512: AVX-512 present and ZMM state enabled",
+    {"avx512", RB_TILE_AVX512, rb_cpu_avx512_usable, 1, "avx512: AVX-512 present and ZMM state enabled",
      "fp32", RB_ROPE_FAST, detail_avx512, RB_PROBE_AVX512},
     {"blas", RB_TILE_BLAS, cpu_any, 1, "blas: no usable AVX-512 kernel", "fp32",
      rb_rope_apply, detail_blas, NULL},
@@ -269,7 +264,7 @@ rb_rope_apply_fn rb_kernels_rope_fast(const char **name)
 #ifdef RB_HAVE_AVX512_ROPE
     rb_cpu_info ci;
     rb_cpu_detect(&ci);
-    if (cpu_avx512(&ci)) {
+    if (rb_cpu_avx512_usable(&ci)) {
         if (name)
             *name = "avx512";
         return rb_rope_apply_avx512;

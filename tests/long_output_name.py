@@ -14,20 +14,16 @@ import shutil
 import subprocess
 import sys
 
-from rbtest import verdict
+from rbtest import tiny_study, verdict, work_exe_mpi
 
 
 def main():
-    sep = sys.argv.index("--")
-    work, exe = sys.argv[1:3]
-    mpi = sys.argv[sep + 1:]
+    work, exe, mpi = work_exe_mpi(sys.argv)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     name = "r" * 247 + ".h5"  # 250 bytes: + ".partial-XXXXXX" is 265 > NAME_MAX
     out = os.path.join(work, name)
-    study = ["--set", "study.seq_lens=64", "--set", "study.modes=full", "--set",
-             "model.head_dim=16", "--set", "scaling.methods=none", "--set",
-             "study.datasets=gaussian"]
+    study = tiny_study("none")
     failed = []
     digest = lambda: hashlib.sha256(open(out, "rb").read()).hexdigest()
     others = lambda: sorted(x for x in os.listdir(work) if x != name)

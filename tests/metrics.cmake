@@ -41,37 +41,37 @@ if(NOT RB_SANITIZE)
     FIXTURES_REQUIRED "entropy_err_heads_np1;entropy_err_heads_np2")
 endif()
 
+# rb_metrics_oracle_run(fixture oracle_test args...): a 1-rank run of the reference
+# kernel with its inputs dumped, `ropebench run -q --dump-inputs args... -o
+# ${RB_MW}/fixture.h5`, as test e2e_<fixture> (the setup of fixture <fixture>), and
+# oracle_metrics.py on its file as test <oracle_test>.
+function(rb_metrics_oracle_run fixture oracle_test)
+  rb_add_mpi_test(NAME e2e_${fixture} NP 1 COMMAND ${RB_EXE} run -q --dump-inputs ${ARGN}
+    -o ${RB_MW}/${fixture}.h5)
+  set_tests_properties(e2e_${fixture} PROPERTIES FIXTURES_SETUP ${fixture})
+  set_property(TEST e2e_${fixture} APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
+  rb_add_test(NAME ${oracle_test} COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/${fixture}.h5)
+  set_tests_properties(${oracle_test} PROPERTIES FIXTURES_REQUIRED ${fixture})
+endfunction()
+
 # bins that hold one (row, key) pair (fine bins on a short probe): their std_score is 0,
 # as a population std of one value is (it was NaN), checked by the oracle
-rb_add_mpi_test(NAME e2e_decay_single_pair_bins NP 1 COMMAND ${RB_EXE} run -q --dump-inputs
+rb_metrics_oracle_run(decay_single_pair_bins metrics_oracle_single_pair_bins
   --set study.modes=probe --set study.probe_seq_lens=64 --set study.probe_rows=9
   --set model.head_dim=16 --set model.original_ctx=16 --set scaling.methods=none
-  --set metrics.distance_bins=1024 --set study.datasets=gaussian
-  -o ${RB_MW}/decay_single_pair_bins.h5)
-set_tests_properties(e2e_decay_single_pair_bins PROPERTIES FIXTURES_SETUP decay_single_pair_bins)
-set_property(TEST e2e_decay_single_pair_bins APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
-rb_add_test(NAME metrics_oracle_single_pair_bins COMMAND ${RB_PYTHON}
-  ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/decay_single_pair_bins.h5)
-set_tests_properties(metrics_oracle_single_pair_bins PROPERTIES
-  FIXTURES_REQUIRED decay_single_pair_bins)
+  --set metrics.distance_bins=1024 --set study.datasets=gaussian)
 
 # the schedule branches the small study does not reach, recomputed by the oracle from
 # config_text (check_schedule): partial rotary (24 of 32 dims), an explicit attention
 # factor, LongRoPE's short factors (seq_len <= original_ctx), truncate given as "yes"
-rb_add_mpi_test(NAME e2e_schedule_shapes NP 1 COMMAND ${RB_EXE} run -q --dump-inputs
+rb_metrics_oracle_run(schedule_shapes metrics_oracle_schedule_shapes
   --set model.head_dim=32 --set model.rotary_dim=24 --set model.original_ctx=512
   --set study.modes=probe --set study.probe_seq_lens=256 --set study.probe_rows=8
   --set study.datasets=gaussian --set scaling.methods=yarn,longrope,llama3,dynamic_ntk
   --set scaling.attention_factor=1.25 --set scaling.truncate=yes
   --set scaling.short_factor=1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2,2.1
-  --set scaling.long_factor=1,1.5,2,2.5,3,3.5,4,4.5,5,5.5,6,6.5
-  -o ${RB_MW}/schedule_shapes.h5)
-set_tests_properties(e2e_schedule_shapes PROPERTIES FIXTURES_SETUP schedule_shapes)
-set_property(TEST e2e_schedule_shapes APPEND PROPERTY ENVIRONMENT ROPEBENCH_ISA=ref)
-rb_add_test(NAME metrics_oracle_schedule_shapes COMMAND ${RB_PYTHON}
-  ${CMAKE_CURRENT_SOURCE_DIR}/oracle_metrics.py ${RB_MW}/schedule_shapes.h5)
-set_tests_properties(metrics_oracle_schedule_shapes PROPERTIES
-  FIXTURES_REQUIRED schedule_shapes)
+  --set scaling.long_factor=1,1.5,2,2.5,3,3.5,4,4.5,5,5.5,6,6.5)
 
 # YaRN's attention factor lowering the entropy of every row (metric 3), with the factor
 # on and off in one study: e2e_attention_factor_list (tests/cli.cmake)

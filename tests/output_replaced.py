@@ -13,21 +13,17 @@ import subprocess
 import sys
 import time
 
-from rbtest import verdict
+from rbtest import tiny_study, verdict, work_exe_mpi
 
 
 def main():
-    sep = sys.argv.index("--")
-    work, exe = sys.argv[1:3]
-    mpi = sys.argv[sep + 1:]
+    work, exe, mpi = work_exe_mpi(sys.argv)
     os.makedirs(work, exist_ok=True)
     out, other, go = (os.path.join(work, n) for n in ("e.h5", "other.h5", "go"))
     for p in (out, other, go):
         if os.path.exists(p):
             os.remove(p)
-    study = ["--set", "study.seq_lens=64", "--set", "study.modes=full", "--set",
-             "model.head_dim=16", "--set", "scaling.methods=none,pi", "--set",
-             "study.datasets=gaussian"]
+    study = tiny_study("none,pi")
     failed = []
     a = subprocess.run(mpi + ["2", exe, "run", "-q"] + study + ["-o", other],
                        capture_output=True, text=True, timeout=300)

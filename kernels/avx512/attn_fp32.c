@@ -1549,7 +1549,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     const int key_outer = nq <= KO_ROWS && (nk >= 2 * nq || probe);
     /* threads (and per-thread scratch): OpenMP's count within OMP_THREAD_LIMIT, and in
      * the key-outer order no more than its key blocks */
-    int T = rb_kernels_threads() > 0 ? rb_kernels_threads() : 1;
+    int T = rb_kernels_threads(); /* (>= 1) */
     if (key_outer && T > (nk + BC - 1) / BC)
         T = (int)((nk + BC - 1) / BC);
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
