@@ -26,9 +26,34 @@ static hwloc_topology_t topo_load(void)
     return topo;
 }
 
+/* Contract in mpi_internal.h. */
+void rb_topo_binding_format(char *buf, size_t len, const char *mask, const char *list,
+                            int npu, int unbound)
+{
+    if (!len)
+        return;
+    const char *unb = unbound ? " (unbound)" : "";
+    int n = snprintf(buf, len, "cpuset %s = PU %s%s", mask, list, unb);
+    if (n >= 0 && (size_t)n < len)
+        return;
+    /* Too long: the PU list alone, whole if it fits, else its head cut after an entry. */
+    n = snprintf(buf, len, "PU %s%s", list, unb);
+    if (n >= 0 && (size_t)n < len)
+        return;
+    char tail[64];
+    snprintf(tail, sizeof tail, ",... (cut; %d PUs)%s", npu, unb);
+    const size_t fixed = strlen("PU ") + strlen(tail) + 1;
+    const size_t room = len > fixed ? len - fixed : 0;
+    size_t keep = strlen(list) < room ? strlen(list) : room;
+    while (keep > 0 && list[keep] != ',' && list[keep] != '\0')
+        keep--;
+    snprintf(buf, len, "PU %.*s%s", (int)keep, list, tail);
+}
+
 /* "cpuset 0x3 = PU 0-1" (OS indexes), with " (unbound)" when the process may run on
  * every PU hwloc shows (in hwloc 2 the PUs the process's cgroup allows, not every PU
- * of the machine), or "cpuset unknown (...)" when hwloc cannot tell. */
+ * of the machine), or "cpuset unknown (...)" when hwloc cannot tell; cut as
+ * rb_topo_binding_format says when it does not fit. */
 static void binding_string(hwloc_topology_t topo, char *buf, size_t len)
 {
     if (!topo) {
@@ -36,16 +61,21 @@ static void binding_string(hwloc_topology_t topo, char *buf, size_t len)
         return;
     }
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    char *mask = NULL, *list = NULL;
     if (!set || hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
         snprintf(buf, len, "cpuset unknown (hwloc_get_cpubind failed)");
-        hwloc_bitmap_free(set);
-        return;
+        goto cleanup;
     }
-    char mask[128], list[96];
-    hwloc_bitmap_taskset_snprintf(mask, sizeof mask, set);
-    hwloc_bitmap_list_snprintf(list, sizeof list, set);
-    int all = hwloc_bitmap_isequal(set, hwloc_topology_get_topology_cpuset(topo));
-    snprintf(buf, len, "cpuset %s = PU %s%s", mask, list, all ? " (unbound)" : "");
+    if (hwloc_bitmap_taskset_asprintf(&mask, set) < 0 ||
+        hwloc_bitmap_list_asprintf(&list, set) < 0) {
+        snprintf(buf, len, "cpuset unknown (out of memory)");
+        goto cleanup;
+    }
+    rb_topo_binding_format(buf, len, mask, list, hwloc_bitmap_weight(set),
+                           hwloc_bitmap_isequal(set, hwloc_topology_get_topology_cpuset(topo)));
+cleanup:
+    free(mask);
+    free(list);
     hwloc_bitmap_free(set);
 }
 

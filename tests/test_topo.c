@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_internal.h"
 #include "rb_mpi.h"
 
 static int rank, nranks, n_pass, n_fail;
@@ -41,6 +42,40 @@ static int identical(uint64_t h)
     return mx == mn;
 }
 
+/* rb_topo_binding_format (rank-local, every rank the same): the whole text when it fits,
+ * the list alone next, and past that a head cut after a whole entry that says it was cut
+ * (a scattered binding on a machine of hundreds of PUs: the ~500-PU case of hwloc's
+ * list form, which a fixed 96-byte list used to cut silently). */
+static void check_binding_format(void)
+{
+    char list[4096] = "", buf[256], what[600];
+    size_t n = 0;
+    for (int pu = 0; pu < 600; pu += 2)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", pu ? "," : "", pu);
+    rb_topo_binding_format(buf, sizeof buf, "0x3", "0-1", 2, 0);
+    snprintf(what, sizeof what, "binding format, short: \"%s\"", buf);
+    check(strcmp(buf, "cpuset 0x3 = PU 0-1") == 0, what);
+    rb_topo_binding_format(buf, sizeof buf, "0xff", "0-7", 8, 1);
+    snprintf(what, sizeof what, "binding format, unbound: \"%s\"", buf);
+    check(strcmp(buf, "cpuset 0xff = PU 0-7 (unbound)") == 0, what);
+    char mask[300];
+    memset(mask, 'f', sizeof mask - 1);
+    mask[sizeof mask - 1] = '\0';
+    rb_topo_binding_format(buf, sizeof buf, mask, "0-1195", 1196, 1);
+    snprintf(what, sizeof what, "binding format, long mask: \"%s\"", buf);
+    check(strcmp(buf, "PU 0-1195 (unbound)") == 0, what);
+    rb_topo_binding_format(buf, sizeof buf, "0x5555", list, 300, 0);
+    const char *cut = strstr(buf, ",... (cut; 300 PUs)");
+    size_t head = cut ? (size_t)(cut - buf) : 0;
+    snprintf(what, sizeof what, "binding format, 300 scattered PUs: \"%s\" (want a head of "
+             "the list ending before a comma, then \",... (cut; 300 PUs)\", in %zu bytes)",
+             buf, sizeof buf);
+    check(cut && strncmp(buf, "PU 0,2,4,", 9) == 0 && strlen(buf) < sizeof buf &&
+              strcmp(cut, ",... (cut; 300 PUs)") == 0 && head > 3 + 200 &&
+              strncmp(buf + 3, list, head - 3) == 0 && list[head - 3] == ',',
+          what);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -49,6 +84,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("test_topo on %d ranks: rb_topo_collect succeeds, strings are non-empty and "
                "identical on every rank (FNV hash compared), XML starts with \"<?xml\"\n", nranks);
+    check_binding_format();
     char err[256] = "", what[1024];
     rb_topo t;
     int rc = rb_topo_collect(MPI_COMM_WORLD, &t, err, sizeof err);
@@ -61,7 +97,8 @@ int main(int argc, char **argv)
         int nonempty = t.hwloc_version[0] && t.summary[0];
         for (int r = 0; r < t.nranks; r++)
             nonempty &= t.rank_host[r] && t.rank_host[r][0] && t.rank_binding[r] &&
-                        strncmp(t.rank_binding[r], "cpuset ", 7) == 0;
+                        (strncmp(t.rank_binding[r], "cpuset ", 7) == 0 ||
+                         strncmp(t.rank_binding[r], "PU ", 3) == 0);
         snprintf(what, sizeof what, "non-empty strings: version \"%s\", summary \"%s\", "
                  "rank 0 host \"%s\" binding \"%s\"", t.hwloc_version, t.summary,
                  t.rank_host ? t.rank_host[0] : "?", t.rank_binding ? t.rank_binding[0] : "?");
