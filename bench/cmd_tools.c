@@ -435,17 +435,17 @@ int rb_cmd_report(int argc, char **argv)
         return 0;
     }
     err[0] = '\0';
-    int rc = rb_report_write(in, out, err, sizeof err);
+    int written = 0;
+    int rc = rb_report_write(in, out, err, sizeof err, &written);
     /* (one line, or two: plots that failed, then cases that could not be read) */
     for (char *l = err, *nl; *l; l = nl ? nl + 1 : l + strlen(l)) {
         nl = strchr(l, '\n');
         fprintf(stderr, "ropebench: %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
     }
     if (rc != RB_OK) {
-        /* a report written but for its plots (gnuplot missing or failing: its message
-         * comes first; report.md and study.ini are written before any plot) still gets
+        /* a report written but for its plots (gnuplot missing or failing) still gets
          * its Regenerate check */
-        if (strncmp(err, "gnuplot", 7) == 0)
+        if (written)
             report_check_ini(in, out);
         return rc == RB_EUNSUPPORTED || rc == RB_ENOMEM ? RB_EXIT_FAIL : RB_EXIT_USAGE;
     }

@@ -26,9 +26,12 @@ extern "C" {
  * why the first was; after a plot failure that line follows the failure's, after a
  * '\n'. The documents, the plots, study.ini and the list of plots replace their
  * earlier versions together, once all are written: a report that fails leaves the
- * directory as it was (its new files removed). */
+ * directory as it was (its new files removed). *written (when written is not NULL)
+ * is set to 1 when the documents (and study.ini) are in place, on RB_OK and after a
+ * plot failure alike, and to 0 otherwise: the caller's way to tell "written but for
+ * plots" from "not written" without reading err. */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
-                    size_t errlen);
+                    size_t errlen, int *written);
 
 /* RB_COMPARE_MAX: the most results files one comparison takes (labelled A, B, ...). */
 #define RB_COMPARE_MAX 8

@@ -1089,8 +1089,10 @@ static int write_plots_list(const rp_plot *p, size_t np, const char *outdir, cha
  * removed (a report of another file into the same directory left them beside the new
  * one). */
 int rb_report_write(const char *results_path, const char *outdir, char *err,
-                    size_t errlen)
+                    size_t errlen, int *written)
 {
+    if (written)
+        *written = 0;
     int rc = RB_OK, prc = RB_OK;
     rp_file f;
     rp_plot *plots = NULL;
@@ -1172,6 +1174,8 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
         if (!kept)
             unlink(path); /* gone already is fine */
     }
+    if (rc == RB_OK && written)
+        *written = 1;
     if (rc == RB_OK && errlen) {
         /* finished cases that could not be read (a damaged file) are said on the
          * terminal too, not only in the report's list of skipped cases; after the

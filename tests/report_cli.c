@@ -12,7 +12,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s results.h5 [outdir]\n", argv[0]);
         return 2;
     }
-    int rc = rb_report_write(argv[1], argc > 2 ? argv[2] : ".", err, sizeof err);
+    int rc = rb_report_write(argv[1], argc > 2 ? argv[2] : ".", err, sizeof err, NULL);
     for (char *l = err, *nl; *l; l = nl ? nl + 1 : l + strlen(l)) {
         nl = strchr(l, '\n');
         fprintf(stderr, "report_cli: %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
