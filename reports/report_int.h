@@ -230,7 +230,9 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
 
 /* Table output (report_tables.c), Markdown (html = 0) or HTML (html = 1). Text from
  * the file is escaped: rp_html_esc for HTML, rp_md_esc for a Markdown table cell (no
- * line breaks, pipes, raw HTML, links, images or emphasis). rp_fmt_num prints v with printf format f, "n/a" for
+ * line breaks, pipes, raw HTML, links, images, emphasis or strikethrough; an '_'
+ * inside a word is left as it is, as CommonMark reads it; a bare URL may still be
+ * shown as a link by GFM's extended autolinks). rp_fmt_num prints v with printf format f, "n/a" for
  * NaN. rp_table_head writes the header row of ncol columns; rows are then written with
  * rp_cell_text / rp_cell_num between "<tr>"/"|" and "</tr>"/newline, and an HTML table
  * is closed with "</table>". */

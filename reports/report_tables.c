@@ -1,4 +1,5 @@
 /* report_tables.c — Markdown/HTML table cells, the per-metric tables of representative cases (issue 4) and the `ropebench bench` throughput table (/bench). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ void rp_html_esc(FILE *o, const char *s)
 /* rp_md_esc: see report_int.h. */
 void rp_md_esc(FILE *o, const char *s)
 {
+    const char *const s0 = s;
     for (; s && *s; s++) {
         const size_t u = rp_unsafe_len(s);
         if (u) {
@@ -64,6 +66,13 @@ void rp_md_esc(FILE *o, const char *s)
         case '[': fputs("\\[", o); break; /* no link or image from the file's text */
         case ']': fputs("\\]", o); break;
         case '*': fputs("\\*", o); break;
+        case '~': fputs("\\~", o); break; /* strikethrough (GFM) */
+        case '_': /* emphasis, except inside a word ("yarn_gaussian" stays as it is) */
+            if (s > s0 && isalnum((unsigned char)s[-1]) && isalnum((unsigned char)s[1]))
+                fputc('_', o);
+            else
+                fputs("\\_", o);
+            break;
         case '<': fputs("&lt;", o); break;
         case '>': fputs("&gt;", o); break;
         case '&': fputs("&amp;", o); break;

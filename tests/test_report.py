@@ -660,6 +660,18 @@ def damaged_cases(cmd, work, good):
         fail("md-link: status %d, link not escaped: %s" % (rc, [l for l in text.splitlines()
                                                               if "evil" in l][:2]))
 
+    # nor emphasis or strikethrough (GFM), while an '_' inside a word stays as it is
+    p = variant("md-emph", lambda f: f.attrs.__setitem__(
+        "git_describe", "v1_rc2 _slanted_ __bold__ ~~struck~~ ~x~ *star*"))
+    out = os.path.join(work, "out-md-emph")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    want = "v1_rc2 \\_slanted\\_ \\_\\_bold\\_\\_ \\~\\~struck\\~\\~ \\~x\\~ \\*star\\*"
+    if rc != 0 or want not in text:
+        fail("md-emph: status %d, emphasis or strikethrough not escaped (want %r): %s" %
+             (rc, want, [l for l in text.splitlines() if "slanted" in l][:2]))
+
     # nor drive the terminal that shows report.md (ESC sequences), nor read in another
     # order than it is (bidi overrides): in a table cell, a code span (the results path
     # is the file's own name, so the config block stands in) and the config block
