@@ -74,6 +74,7 @@ typedef struct {
     double fma1, fma_all, triad1, triad_all;
     double tiles1; /* rb_tile_ceiling_gflops, -1 where there is no avx512 kernel */
     double dpbf16; /* rb_peak_dpbf16_gflops (1 thread), -1 without AVX512_BF16 */
+    int implausible; /* the all-thread FMA peak or triad stayed below 0.9 x 1 thread's */
     size_t triad_bytes;
     /* both peaks at each other --threads count (neither 1 nor all), measured too */
     int n_other, other[MAX_THREADS];
@@ -591,9 +592,10 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         json_num(f, "peak_gflops", r->peak_gflops, "%.9g");
         json_num(f, "triad_gbps", r->triad_gbps, "%.9g");
         json_num(f, "fraction_of_peak", r->fraction, "%.9g");
-        fprintf(f, "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu}%s\n",
+        fprintf(f, "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu, "
+                   "\"peaks_implausible\": %s}%s\n",
                 isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes,
-                i + 1 < n ? "," : "");
+                pk->implausible ? "true" : "false", i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
     return 0;
@@ -841,6 +843,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             (rc = rb_results_attr_i64(res, "/bench.new", "triad_bytes_per_array",
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
+            (rc = rb_results_attr_i64(res, "/bench.new", "peaks_implausible", pk->implausible,
+                                      err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "hugepages",
                                       rb_kernels_hugepages(rb_cli_thp_setting()), err, el)) ||
@@ -921,7 +925,7 @@ static double probe_flop(int64_t n_keys, int P, int d)
  * the stream, bounds it); bf16 against twice the peak (VDPBF16PS does twice the FLOP
  * of an FMA). */
 static void probe_roofline(FILE *f, int64_t n_keys, int P, int d, const int *thr, int n_thr,
-                           const double *peak, const double *triad)
+                           const double *peak, const double *triad, double bf16_x)
 {
     const double flop = probe_flop(n_keys, P, d), bytes = 2.0 * (double)n_keys * d * sizeof(float);
     if (flop < 0) return;
@@ -931,7 +935,7 @@ static void probe_roofline(FILE *f, int64_t n_keys, int P, int d, const int *thr
         const double tc = flop / (peak[i] * 1e9), tb = bytes / (triad[i] * 1e9);
         fprintf(f, "%s %d thread%s: balance %.2f FLOP/B, fp32 <= %.3f, bf16 <= %.3f", i ? ";" : "",
                 thr[i], thr[i] == 1 ? "" : "s", peak[i] / triad[i], tb >= tc ? 1.0 : tb / tc,
-                tb >= tc / 2 ? 1.0 : 2 * tb / tc);
+                tb >= tc / bf16_x ? 1.0 : bf16_x * tb / tc);
     }
     fprintf(f, "\n");
 }
@@ -1474,6 +1478,25 @@ int rb_cmd_bench(int argc, char **argv)
             code = RB_EXIT_FAIL;
             goto cleanup;
         }
+        /* A team's peak below one thread's is a measurement the host spoiled (a noisy
+         * VM: 44 against 116 GFLOP/s was seen, which set a row at 5x "its peak"), not
+         * the machine: measured again, up to twice, keeping the best; what stays
+         * implausible is said in a `#` line (pk.implausible). */
+        for (int again = 0; again < 2 && o.all_threads > 1; again++) {
+            const int low_fma = pk.fma_all < 0.9 * pk.fma1,
+                      low_triad = pk.triad_all < 0.9 * pk.triad1;
+            if (!low_fma && !low_triad) break;
+            if (low_fma) {
+                const double f = rb_peak_fma_gflops(o.all_threads, secs);
+                pk.fma_all = f > pk.fma_all ? f : pk.fma_all;
+            }
+            if (low_triad) {
+                const double t = rb_triad_gbps(o.all_threads, bytes);
+                pk.triad_all = t > pk.triad_all ? t : pk.triad_all;
+            }
+        }
+        pk.implausible = o.all_threads > 1 &&
+                         (pk.fma_all < 0.9 * pk.fma1 || pk.triad_all < 0.9 * pk.triad1);
         /* the probe rows' ideal at each of their thread counts: their FLOP as FMA chains
          * interleaved with a stream of their K and V bytes */
         if (o.do_probe && o.n_kernels > 0) {
@@ -1481,10 +1504,21 @@ int rb_cmd_bench(int argc, char **argv)
             pk.ov_flop = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D);
             pk.ov_bytes = 2.0 * (double)kv;
             if (!o.quick) fprintf(stderr, "bench: probe overlap (FMA chains under a stream)\n");
+            /* the thread counts probe rows run at: the list's, and 1 for a serial
+             * kernel (thread_count) when the list has no 1 */
+            int ov_thr[MAX_THREADS + 1], n_ov_thr = 0, has1 = 0, serial = 0;
             for (int i = 0; i < o.n_threads; i++) {
-                pk.ov_threads[pk.n_ov] = o.threads[i];
+                ov_thr[n_ov_thr++] = o.threads[i];
+                has1 |= o.threads[i] == 1;
+            }
+            for (int kk = 0; kk < o.n_kernels; kk++)
+                serial |= !strcmp(o.kernels[kk].name, "ref");
+            if (serial && !has1)
+                ov_thr[n_ov_thr++] = 1;
+            for (int i = 0; i < n_ov_thr; i++) {
+                pk.ov_threads[pk.n_ov] = ov_thr[i];
                 if (pk.ov_flop < 0 ||
-                    rb_overlap_probe(o.threads[i], kv, pk.ov_flop, pk.ov[pk.n_ov])) {
+                    rb_overlap_probe(ov_thr[i], kv, pk.ov_flop, pk.ov[pk.n_ov])) {
                     fprintf(stderr, "ropebench: bench: probe overlap: cannot allocate 2 x %zu "
                                     "bytes\n", kv);
                     code = RB_EXIT_FAIL;
@@ -1520,6 +1554,11 @@ int rb_cmd_bench(int argc, char **argv)
             printf("# peak VDPBF16PS (bf16 pairs into fp32, measured): %.1f GFLOP/s 1 thread = "
                    "%.2f x the FMA peak (what the bf16 kernels' VDPBF16PS products can reach)\n",
                    pk.dpbf16, pk.dpbf16 / pk.fma1);
+        if (pk.implausible)
+            printf("# warning: the %d-thread peaks (FMA %.1f GFLOP/s, triad %.2f GB/s) stayed "
+                   "below 0.9 x the 1-thread ones after two more tries: the host took time from "
+                   "the run, and the %d-thread fractions are inflated\n", o.all_threads,
+                   pk.fma_all, pk.triad_all, o.all_threads);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
                RB_HUGE_MIN >> 20, rb_kernels_hugepages(rb_cli_thp_setting()));
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread",
@@ -1529,9 +1568,16 @@ int rb_cmd_bench(int argc, char **argv)
         for (int i = 0; i < pk.n_other; i++)
             printf(", %.2f GB/s %d threads", pk.triad_other[i], pk.other[i]);
         printf("\n");
+        int64_t probe_nq = 0;
+        {
+            int64_t *pp = malloc(PROBE_ROWS * sizeof *pp);
+            if (pp) probe_nq = probe_positions(probe_keys(&o), PROBE_ROWS, pp);
+            free(pp);
+        }
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
-               "log-spaced rows, GB/s counts K+V once, frac = GB/s / triad; rope: GB/s counts "
-               "read+write, frac = GB/s / triad\n", PROBE_ROWS);
+               "log-spaced positions (%lld distinct rows), GB/s counts K+V once, frac = GB/s / "
+               "triad; rope: GB/s counts read+write, frac = GB/s / triad\n", PROBE_ROWS,
+               (long long)probe_nq);
         if (o.do_probe && o.n_kernels > 0) {
             int thr[MAX_THREADS + 2], n = 0;
             double pe[MAX_THREADS + 2], tr[MAX_THREADS + 2];
@@ -1539,7 +1585,8 @@ int rb_cmd_bench(int argc, char **argv)
             if (o.all_threads != 1) thr[n] = o.all_threads, pe[n] = pk.fma_all, tr[n++] = pk.triad_all;
             for (int i = 0; i < pk.n_other; i++)
                 thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
-            probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr);
+            probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr,
+                           pk.dpbf16 > 0 ? pk.dpbf16 / pk.fma1 : 2.0);
             printf("# probe overlap (the probe's FLOP as FMA chains and its K and V read once, "
                    "evenly interleaved, no attention: about an ideal kernel's time):");
             for (int i = 0; i < pk.n_ov; i++) {

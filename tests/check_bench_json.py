@@ -33,7 +33,8 @@ def load_h5(path):
         g = f["/bench"]
         for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                   "triad_gbps_all", "threads_all", "cpu_model", "flop_counting",
-                  "tile_ceiling_gflops_1thread", "dpbf16_peak_gflops_1thread"):
+                  "tile_ceiling_gflops_1thread", "dpbf16_peak_gflops_1thread",
+                  "peaks_implausible"):
             if a not in g.attrs:
                 raise SystemExit(f"FAIL /bench lacks attribute {a}")
         check_tiles(float(g.attrs["tile_ceiling_gflops_1thread"]),
@@ -429,7 +430,7 @@ def check_breakdown(out, rows):
             run([EXE, "bench", "--quick", "--only", "probe", "--kernels", r["kernel"],
                  "--threads", str(r["threads"]), "--json", js])
             with open(js) as f:
-                again = [x for x in json.load(f) if x["bench"] == "probe"]
+                again = [x for x in load_json(f) if x["bench"] == "probe"]
             seen_t.append(breakdown_times(again[0]["breakdown"], r["threads"]))
         if seen_t[-1]:
             raise SystemExit(f"FAIL {where}, in {len(seen_t)} runs: {seen_t}")
@@ -472,7 +473,7 @@ def drive(exe, work, launcher):
         if abs(ratio - dp / peak) > 0.006:
             raise SystemExit(f"FAIL VDPBF16PS line: ratio {ratio} is not {dp} / {peak}")
     with open(js) as f:
-        rows_all = json_rows(json.load(f))
+        rows_all = json_rows(load_json(f))
     check(rows_all, kernels)
     check_roofline(p.stdout, rows_all)
     check_overlap(p.stdout, rows_all)
@@ -482,7 +483,7 @@ def drive(exe, work, launcher):
     run([exe, "bench", "--quick", "--only", "causal", "--head-dims", "32", "--lengths", "300",
          "--kernels", "ref", "--threads", "1", "--json", sub])
     with open(sub) as f:
-        rows = json.load(f)
+        rows = load_json(f)
     want = [("ref", "causal", 32, 300, 1)]
     got = [(r["kernel"], r["bench"], r["head_dim"], r["seq_len"], r["threads"]) for r in rows]
     if got != want:
@@ -503,7 +504,7 @@ def drive(exe, work, launcher):
         for v, n in re.findall(r"([0-9.]+) %s (\d+) threads?" % re.escape(unit), line):
             heads[(what, int(n))] = float(v)
     with open(other) as f:
-        rows = json.load(f)
+        rows = load_json(f)
     for r in rows:
         t = r["threads"]
         # (the header prints 1 and 2 decimals)
@@ -514,6 +515,18 @@ def drive(exe, work, launcher):
                                  f"{r[key]}, the header's {what} at {t} threads is {want}")
     if sorted({r["threads"] for r in rows}) != [1, 3]:
         raise SystemExit(f"FAIL --threads 1,3: rows of {sorted({r['threads'] for r in rows})}")
+    # the reference probe row runs at 1 thread whatever --threads says: its ideal is the
+    # 1-thread probe overlap, measured though the list has no 1 (was null until 2026-12-03)
+    sub = os.path.join(work, "bench_ref_probe.json")
+    run([exe, "bench", "--quick", "--only", "probe", "--kernels", "ref", "--threads", "2",
+         "--json", sub])
+    with open(sub) as f:
+        rows = json_rows(load_json(f))
+    oc = [(r["threads"], r.get("overlap_ceiling")) for r in rows]
+    if len(oc) != 1 or oc[0][0] != 1 or not (isinstance(oc[0][1], float) and oc[0][1] > 0):
+        raise SystemExit(f"FAIL bench --kernels ref --threads 2 --only probe: (threads, "
+                         f"overlap_ceiling) {oc}, expected one 1-thread row with a positive "
+                         "overlap_ceiling")
     if HAS_AVX512:
         # the probe breakdown in a results file (/bench/probe_breakdown, load_h5)
         bd = os.path.join(work, "bench_breakdown.h5")
@@ -565,9 +578,17 @@ def main():
         kernels = args[2].split(",")
     else:
         with open(args[0]) as f:
-            rows = json_rows(json.load(f))
+            rows = json_rows(load_json(f))
         kernels = args[1].split(",")
     check(rows, kernels)
+
+
+def load_json(f):
+    """json.load that refuses NaN, Infinity and -Infinity, which Python's json accepts but
+    JSON has not: the bench writes null for a number that is not finite."""
+    def refuse(tok):
+        raise SystemExit(f"FAIL {f.name}: the token {tok} is not JSON (null expected)")
+    return json.load(f, parse_constant=refuse)
 
 
 def json_rows(rows):
@@ -576,6 +597,10 @@ def json_rows(rows):
     one repetition's spread; JSON has no NaN), dropped here as the /bench reader drops
     its NaN."""
     for i, r in enumerate(rows):
+        if not isinstance(r.get("peaks_implausible"), bool) or \
+                r["peaks_implausible"] != rows[0].get("peaks_implausible"):
+            raise SystemExit(f"FAIL JSON row {i}: peaks_implausible is "
+                             f"{r.get('peaks_implausible')!r}, not the run's one true/false")
         for k in ("gbps", "overlap_ceiling", "cv"):
             if k not in r:
                 raise SystemExit(f"FAIL JSON row {i}: key {k} missing (null where it does "
