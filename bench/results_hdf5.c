@@ -416,6 +416,28 @@ cleanup:
     return RB_OK;
 }
 
+/* sync_parent_dir: fsync the directory that holds path, so that a rename into it is
+ * on disk (the file's own data is, by H5Fflush's MPI_File_sync); best effort: a file
+ * system that cannot sync a directory changes nothing the run can act on. */
+static void sync_parent_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        return;
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    (void)fsync(fd);
+    close(fd);
+}
+
 /* rb_results_rename: see rb_results.h. */
 int rb_results_rename(rb_results *r, const char *to, int held, char *err, size_t errlen)
 {
@@ -433,6 +455,8 @@ int rb_results_rename(rb_results *r, const char *to, int held, char *err, size_t
         else if (rename(r->path, to) != 0)
             rc = rb_errf(err, errlen, RB_EIO, "results: cannot rename %s to %s: %s", r->path,
                          to, strerror(errno));
+        else
+            sync_parent_dir(to); /* the new name survives a crash of the node, too */
     }
     if ((rc = agree(r, rc, err, errlen, to)) != RB_OK) {
         free(copy);
@@ -952,13 +976,17 @@ int rb_results_remove(rb_results *r, const char *path, char *err, size_t errlen)
         return rb_errf(err, errlen, RB_EINVAL, "results: remove without a path");
     int e = path_exists(r->file, path);
     H5Eclear2(H5E_DEFAULT);
-    if (e < 0)
-        return path_error(err, errlen, path, e);
+    if (e < 0) {
+        rc = path_error(err, errlen, path, e);
+        goto cleanup;
+    }
     r->dirty = 1;
     if (e > 0)
         H5TRY(H5Ldelete(r->file, path, H5P_DEFAULT), "H5Ldelete");
 cleanup:
-    return rc;
+    /* every rank the same verdict (the header's promise): a rank failing alone would
+     * otherwise leave the others in the next collective call */
+    return agree(r, rc, err, errlen, path);
 }
 
 /* rb_results_move: see rb_results.h. */
@@ -972,7 +1000,7 @@ int rb_results_move(rb_results *r, const char *from, const char *to, char *err,
     r->dirty = 1;
     H5TRY(H5Lmove(r->file, from, r->file, to, r->lcpl, H5P_DEFAULT), "H5Lmove");
 cleanup:
-    return rc;
+    return agree(r, rc, err, errlen, path);
 }
 
 /* ---- datasets --------------------------------------------------------------------- */

@@ -91,6 +91,7 @@ enum { RB_STOP_BEFORE, RB_STOP_STAGED, RB_STOP_STAGED_CASE, RB_STOP_NEW, RB_STOP
 static char stop_staged[PATH_MAX + 16], stop_out[PATH_MAX + 16], stop_lock[4200];
 static char stop_msg[RB_STOP_NSTAGES][2 * PATH_MAX + 200];
 static volatile sig_atomic_t stop_stage = RB_STOP_QUIET, stop_lock_live;
+static struct stat stop_out_st; /* FILE as made, for RB_STOP_NEW (st_nlink 0: unknown) */
 
 static void stop_signal(int sig)
 {
@@ -100,7 +101,13 @@ static void stop_signal(int sig)
     const char *msg = stop_msg[st];
     if (msg[0] && write(STDERR_FILENO, msg, strlen(msg)) < 0) { /* nothing more to do */ }
     if (st == RB_STOP_STAGED) unlink(stop_staged);
-    if (st == RB_STOP_NEW) unlink(stop_out);
+    /* FILE only while the name still leads to the file this run made: another
+     * process may have put its own file there since (the failure path checks the same
+     * with rb_results_names_it) */
+    struct stat now;
+    if (st == RB_STOP_NEW && stop_out_st.st_nlink && stat(stop_out, &now) == 0 &&
+        now.st_dev == stop_out_st.st_dev && now.st_ino == stop_out_st.st_ino)
+        unlink(stop_out);
     if (stop_lock_live) unlink(stop_lock);
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the default action */
@@ -1485,12 +1492,10 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
     return 1;
 }
 
-/* Take the run's lock: an exclusive, non-blocking flock on OUT.lock (created if need
- * be). The kernel drops it when the process ends, however it ends, so a crashed run
- * leaves at most an unlocked file behind. RB_OK with *fd set, or an error naming the
- * other run. */
-static int lock_output(const char *out, char *path, size_t len, int *fd, char *err,
-                       size_t errlen)
+/* lock_output_once: one try of lock_output, without the check that the name still
+ * leads to the locked file. */
+static int lock_output_once(const char *out, char *path, size_t len, int *fd, char *err,
+                            size_t errlen)
 {
     snprintf(path, len, "%s.lock", out);
     *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -1518,6 +1523,35 @@ static int lock_output(const char *out, char *path, size_t len, int *fd, char *e
         return rc;
     }
     return RB_OK;
+}
+
+/* Take the run's lock: an exclusive, non-blocking flock on OUT.lock (created if need
+ * be). The kernel drops it when the process ends, however it ends, so a crashed run
+ * leaves at most an unlocked file behind. The run that holds it unlinks it at its end:
+ * a run that opened the old file before that and locked it after would hold a lock on
+ * a file no name leads to, beside a third run holding the new OUT.lock, so a lock is
+ * only kept when the name still leads to the locked file (else taken again). RB_OK
+ * with *fd set, or an error naming the other run. */
+static int lock_output(const char *out, char *path, size_t len, int *fd, char *err,
+                       size_t errlen)
+{
+    for (int attempt = 0;; attempt++) {
+        const int rc = lock_output_once(out, path, len, fd, err, errlen);
+        if (rc != RB_OK)
+            return rc;
+        struct stat held, named;
+        if (fstat(*fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return RB_OK;
+        close(*fd);
+        *fd = -1;
+        if (attempt == 8) {
+            const int r = rb_errf(err, errlen, RB_EINVAL, "-o %s: another ropebench run keeps "
+                                  "replacing its lock file %s", out, path);
+            path[0] = '\0';
+            return r;
+        }
+    }
 }
 
 /* The results file may only replace a regular file, and never one the study reads: the
@@ -1868,6 +1902,8 @@ int rb_cmd_run(int argc, char **argv)
                 kernel_why ? kernel_why : "");
     /* reopened: its finished cases are there; made new or in place: unreadable until
      * its first flush (staged: still RB_STOP_STAGED) */
+    if (r.rank == 0 && !reopened && !r.staged && stat(out_path, &stop_out_st) != 0)
+        memset(&stop_out_st, 0, sizeof stop_out_st);
     if (reopened || !r.staged)
         stop_set(reopened ? RB_STOP_FILE : RB_STOP_NEW);
     rc = reopened ? note_resume(&r, argc, argv) : write_provenance(&r, argc, argv);
