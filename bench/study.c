@@ -1465,12 +1465,13 @@ cleanup:
  * made with O_EXCL (so no existing file, link or input is ever taken for it), with
  * FINAL's permission bits, into staged; where FINAL's name leaves no room for the
  * suffix within NAME_MAX, ".ropebench-HASH.partial-XXXXXX" in the same directory (HASH:
- * FNV-1a of the name, as the lock's). 0 (write out itself) when out cannot be resolved
- * (it does not exist: there are no old results to keep) or the directory takes no new
- * file. */
+ * FNV-1a of the name, as the lock's). 1 when made; 0 with errno set when out cannot
+ * be resolved or the directory takes no new file (staged then holds the name tried, or
+ * ""): the caller refuses the run rather than truncate out. */
 static int stage_file(const char *out, char *final, size_t flen, char *staged, size_t slen)
 {
     struct stat st;
+    staged[0] = '\0';
     char *real = realpath(out, NULL);
     if (!real) return 0;
     const char *slash = strrchr(real, '/');
@@ -1484,7 +1485,11 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
                               real, (unsigned long long)fnv1a(name)) < slen;
     }
     free(real);
-    if (!ok) return 0;
+    if (!ok) {
+        staged[0] = '\0';
+        errno = ENAMETOOLONG;
+        return 0;
+    }
     const int fd = mkstemp(staged);
     if (fd < 0) return 0;
     if (fchmod(fd, st.st_mode & 07777) != 0) { /* not fatal: the umask's mode then */ }
@@ -1853,8 +1858,18 @@ int rb_cmd_run(int argc, char **argv)
         /* decided on rank 0 and broadcast: every rank must create the same file and
          * make the same collective rename */
         if (r.rank == 0 && access(out_path, F_OK) == 0 &&
-            stage_file(out_path, final_path, sizeof final_path, staged_path,
-                       sizeof staged_path)) {
+            !stage_file(out_path, final_path, sizeof final_path, staged_path,
+                        sizeof staged_path)) {
+            /* writing FILE in place would truncate the old results before this run has
+             * any (as runs did here until 2026-12-03): refused, FILE left as it was */
+            rb_errf(r.err, sizeof r.err, RB_EIO, "-o %s: cannot make the file that is to "
+                    "replace it beside it (%s): %s; %s is left as it was (let its directory "
+                    "take a new file, or remove %s to write it anew)", out_path,
+                    staged_path[0] ? staged_path : "its directory", strerror(errno), out_path,
+                    out_path);
+            stop_set(RB_STOP_BEFORE);
+            r.staged = -1;
+        } else if (r.rank == 0 && access(out_path, F_OK) == 0) {
             r.staged = 1;
             stop_staged_set(staged_path, out_path);
             /* the old file stays locked against other writers (bench -o, a run through
