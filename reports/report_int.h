@@ -239,8 +239,9 @@ int rp_write_html(const rp_file *f, const rp_plot *p, size_t np, const char *out
 void rp_html_esc(FILE *o, const char *s);
 void rp_md_esc(FILE *o, const char *s);
 /* rp_unsafe_len: the length of a character at s that a report never shows as it is
- * (0 if none): a C0 control other than tab and line ends, DEL, or a Unicode bidi
- * control (embeddings, overrides, isolates, marks), which could make text of the file
+ * (0 if none): a C0 control other than tab and line ends, DEL, a C1 control
+ * (U+0080..U+009F), U+2028/U+2029, or a Unicode bidi control (embeddings, overrides,
+ * isolates, marks), which could make text of the file
  * drive the terminal that shows report.md, or read differently from the study.ini it
  * names. The escapers and the raw code spans replace it (? in Markdown, U+FFFD in
  * HTML). */

@@ -24,6 +24,12 @@ size_t rp_unsafe_len(const char *s)
         return 3; /* U+2066..U+2069 isolates */
     if (c == 0xD8 && (unsigned char)s[1] == 0x9C)
         return 2; /* U+061C arabic letter mark */
+    if (c == 0xC2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] <= 0x9F)
+        return 2; /* U+0080..U+009F, the C1 controls: CSI (U+009B) is ESC [ to a terminal
+                   * that takes C1 controls from UTF-8 */
+    if (c == 0xE2 && (unsigned char)s[1] == 0x80 &&
+        ((unsigned char)s[2] == 0xA8 || (unsigned char)s[2] == 0xA9))
+        return 3; /* U+2028, U+2029 line and paragraph separators: a line break */
     return 0;
 }
 

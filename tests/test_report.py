@@ -672,11 +672,12 @@ def damaged_cases(cmd, work, good):
         fail("md-emph: status %d, emphasis or strikethrough not escaped (want %r): %s" %
              (rc, want, [l for l in text.splitlines() if "slanted" in l][:2]))
 
-    # nor drive the terminal that shows report.md (ESC sequences), nor read in another
-    # order than it is (bidi overrides): in a table cell, a code span (the results path
+    # nor drive the terminal that shows report.md (ESC sequences, C1 controls such as
+    # CSI U+009B), nor read in another order than it is (bidi overrides) or break a
+    # line (U+2028): in a table cell, a code span (the results path
     # is the file's own name, so the config block stands in) and the config block
     def ctl(f):
-        f.attrs["git_describe"] = "v1\x1b]0;title\x07 \u202eevil\u202c"
+        f.attrs["git_describe"] = "v1\x1b]0;title\x07 \u202eevil\u202c \u009b31mred\u009b0m \u2028x"
         cfg = f.attrs["config_text"]
         cfg = cfg.decode() if isinstance(cfg, bytes) else str(cfg)
         f.attrs["config_text"] = cfg + "\n# \x1b[31mred\x1b[0m \u2066x\u2069\n"
@@ -686,7 +687,8 @@ def damaged_cases(cmd, work, good):
     for name in ("report.md", "report.html"):
         path = os.path.join(out, name)
         data = open(path, "rb").read() if os.path.exists(path) else b""
-        bad = [c for c in (b"\x1b", b"\x07", "\u202e".encode(), "\u2066".encode()) if c in data]
+        bad = [c for c in (b"\x1b", b"\x07", "\u202e".encode(), "\u2066".encode(),
+                           "\u009b".encode(), "\u2028".encode()) if c in data]
         if rc != 0 or not data or bad or b"title" not in data:
             fail("control-chars: %s: status %d, %d bytes, still holds %s" % (name, rc, len(data), bad))
 
