@@ -960,12 +960,15 @@ static void case_read_metrics(hid_t g, rp_case *c)
         }
     }
     share_summary(g, c);
+    /* distances: a whole number >= 1, or -1 for "none" as runs write it; anything
+     * else (NaN, -3, 2.5: a damaged file) reads as absent (-2, shown n/a), not as
+     * "never" */
     if (sub_attr_num(g, "phase", "phase/pairs", "critical_pair", &v) == 1)
-        m->critical_pair = d2i(v, -1);
+        m->critical_pair = in_range(v, 0, 9.2e18, 1) ? (int64_t)v : -1;
     if (sub_attr_num(g, "decay", "decay/by_distance", "first_negative_B", &v) == 1)
-        m->first_negative_B = d2i(v, -1) < 0 ? -1 : d2i(v, -1);
+        m->first_negative_B = v == -1 ? -1 : in_range(v, 1, 9.2e18, 1) ? (int64_t)v : -2;
     if (sub_attr_num(g, "phase", "phase/by_distance", "D_leaves_zero", &v) == 1)
-        m->d_exact = d2i(v, -1) < 0 ? -1 : d2i(v, -1);
+        m->d_exact = v == -1 ? -1 : in_range(v, 1, 9.2e18, 1) ? (int64_t)v : -2;
     const rp_tab *D = &c->tab[RP_TAB_PHASE];
     for (int64_t i = 0; i < D->n; i++)
         if (D->col[RP_PHASE_D][i] > RB_METRICS_D_ZERO_TOL) {
@@ -1178,11 +1181,17 @@ static void peaks_read(hid_t g, const char *name, double *sum, int64_t *nranks)
     hsize_t dims[3];
     int nd = 0;
     const char *why = "";
-    if (dset_f64(g, name, &v, dims, &nd, &why) == RB_OK && nd == 1 && dims[0] > 0) {
+    if (dset_f64(g, name, &v, dims, &nd, &why) == RB_OK && nd == 1 && dims[0] > 0 &&
+        (*nranks <= 0 || (int64_t)dims[0] == *nranks)) {
+        /* every rank's peak a finite positive number (as runs write them), else the
+         * file holds no usable peaks: absent, not a sum of -5 and 1 or a NaN */
         double s = 0;
-        for (hsize_t i = 0; i < dims[0]; i++) s += v[i];
-        *sum = s;
-        *nranks = (int64_t)dims[0];
+        hsize_t i = 0;
+        for (; i < dims[0] && isfinite(v[i]) && v[i] > 0; i++) s += v[i];
+        if (i == dims[0]) {
+            *sum = s;
+            *nranks = (int64_t)dims[0];
+        }
     }
     free(v);
     H5Eclear2(H5E_DEFAULT);

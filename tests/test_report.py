@@ -660,6 +660,48 @@ def damaged_cases(cmd, work, good):
         fail("md-link: status %d, link not escaped: %s" % (rc, [l for l in text.splitlines()
                                                               if "evil" in l][:2]))
 
+    # attributes a run writes as whole numbers (-1: none) or as positive peaks, damaged:
+    # a NaN D_leaves_zero or first_negative_B reads as absent (D's cell from the D column
+    # as for a file without it, B's n/a), never as "never"/"none"; peaks that are not
+    # all finite and positive as no peaks (were summed: "triad -4.0 GB/s", "inf %")
+    def damaged_attrs(f):
+        for c in f["cases"].values():
+            if "phase/by_distance" in c:
+                c["phase/by_distance"].attrs["D_leaves_zero"] = np.float64("nan")
+                c["decay/by_distance"].attrs["first_negative_B"] = np.float64(2.5)
+        del f["provenance/peak_fma_gflops"], f["provenance/triad_gbps"]
+        f["provenance/peak_fma_gflops"] = np.array([0.0, 0.0])
+        f["provenance/triad_gbps"] = np.array([-5.0, 1.0])
+    p = variant("damaged-attrs", damaged_attrs)
+    out = os.path.join(work, "out-damaged-attrs")
+    rc, so, se = fresh(p, out)
+    md = os.path.join(out, "report.md")
+    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    tab = md_table(text, "## Metrics")
+    bad = []
+    if rc != 0 or tab is None:
+        bad.append("status %d, Metrics table %s" % (rc, "missing" if tab is None else "there"))
+    else:
+        head, rows = tab
+        jd, jb = head.index("D leaves 0 at distance"), head.index("first Δ with negative B(Δ)")
+        with h5py.File(p, "r") as f:
+            for r in rows:
+                d, D = f["cases"][r[0]]["phase/by_distance/distance"][()], \
+                    f["cases"][r[0]]["phase/by_distance/D"][()]
+                nz = np.flatnonzero(D > 1e-9)
+                if nz.size and r[jd] == "never":
+                    bad.append("%s: D leaves 0 'never' from a NaN attribute, D > 0 at %g" %
+                               (r[0], d[nz[0]]))
+                if r[jb] != "n/a":
+                    bad.append("%s: first negative B %r from an attribute of 2.5" % (r[0], r[jb]))
+    for w in ("-4.0 GB/s", "inf %", "inf%", "| inf |"):
+        if w in text:
+            bad.append("damaged peaks shown: %r in report.md" % w)
+    if "holds no peak measurements" not in text:
+        bad.append("damaged peaks not read as absent")
+    if bad:
+        fail("damaged-attrs: " + "; ".join(bad[:4]))
+
     # nor emphasis or strikethrough (GFM), while an '_' inside a word stays as it is
     p = variant("md-emph", lambda f: f.attrs.__setitem__(
         "git_describe", "v1_rc2 _slanted_ __bold__ ~~struck~~ ~x~ *star*"))
