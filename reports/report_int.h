@@ -152,6 +152,8 @@ typedef struct {
     size_t ntopo;
     rp_case *cases;
     size_t ncases;
+    int cases_sorted; /* cases in strcmp order of their names (HDF5's name index gives
+                       * them so), for a binary search by name */
     /* peaks measured by the run on all ranks at once: sums over ranks (NaN if absent) */
     double peak_gflops, triad_gbps;
     int64_t peak_ranks;

@@ -1447,6 +1447,9 @@ static int rp_file_read_body(const char *path, rp_file *f, char *err, size_t err
                          ctx.rc == RB_ENOMEM ? "out of memory" : h5_last(&m));
             goto cleanup;
         }
+        f->cases_sorted = 1;
+        for (size_t i = 1; i < f->ncases && f->cases_sorted; i++)
+            f->cases_sorted = strcmp(f->cases[i - 1].name, f->cases[i].name) < 0;
     }
     H5Eclear2(H5E_DEFAULT);
 cleanup:
