@@ -158,3 +158,14 @@ foreach(_at metrics precision metrics_write)
   set_tests_properties(metrics_alloc_fail_rank1_${_at} PROPERTIES
     LABELS "cli;mpi" PROCESSORS 2 TIMEOUT 60)
 endforeach()
+
+# shapes no other oracle-checked run has: the gptj pair layout, a head_dim that is not a
+# multiple of 8 (the metrics pass's scalar transposes) with pass-through dims (24 of 36
+# rotated), sequences shorter than the trained context (L = 48 < L0 = 64, so no pair is
+# out of distribution), and needles among them, in both modes
+rb_metrics_oracle_run(layout_gptj_short metrics_oracle_layout_gptj_short
+  --set model.head_dim=36 --set model.rotary_dim=24 --set model.layout=gptj
+  --set model.original_ctx=64 --set study.modes=full,probe --set study.seq_lens=48
+  --set study.probe_seq_lens=48 --set study.probe_rows=12 --set study.datasets=needle
+  --set scaling.methods=none,yarn --set needle.positions=-2,-20
+  --set needle.query_positions=-1,-1)

@@ -386,6 +386,11 @@ def check_schedule(name, c):
     inv, af = oracle_schedules.hf_schedule(sc)[:2]
     check_rel(f"{name} freqs/inv_freq (HF formulas from the study)", c["freqs/inv_freq"][()],
               inv, 1e-12, 0.0)
+    # the base frequencies too: the trained spans, ood, critical pair, bands and D all
+    # come from them, and would agree with a wrong one (head_dim for rotary_dim)
+    base = oracle_schedules.hf_schedule(dict(sc, method="none", factor=1.0))[0]
+    check_rel(f"{name} freqs/inv_freq_base (base^(-2j/rotary_dim) from the study)",
+              c["freqs/inv_freq_base"][()], base, 1e-12, 0.0)
     check(f"{name} attention_factor (HF formulas from the study)",
           float(attr(c, "attention_factor")), af, 1e-12)
     check(f"{name} scale = 1/sqrt(head_dim)", float(attr(c, "scale")), 1 / math.sqrt(d), 1e-15)
@@ -570,14 +575,18 @@ def case(name, c):
             np.add.at(sden, bi, ps)
             np.add.at(snum, bi, ps[:, None] * cj)
             rho += (np.hypot(qr[r, a], qr[r, b])[None, :] * np.hypot(vis[:, a], vis[:, b])).sum(axis=0)
+            # ranks are compared exactly, so from the scores as the run forms them
+            # (float32 rows rotated with exact phases, S_exact), not from this loop's
+            # float64 rows, which differ by ~1e-7 and could reorder a near tie
+            sx = S_exact[h, r, : p + 1]
             for (nh, nq, nk), i in needles.items():
                 if nh == h and nq == p:
-                    n_score[i] = s[nk]
-                    n_mass[i] = np.exp(s[nk] - lse_x[h, r])
-                    n_rank[i] = 1 + np.count_nonzero(np.delete(s, nk) > s[nk])
+                    n_score[i] = sx[nk]
+                    n_mass[i] = np.exp(sx[nk] - lse_x[h, r])
+                    n_rank[i] = 1 + np.count_nonzero(np.delete(sx, nk) > sx[nk])
                     # against the haystack: every needle position of this query left out
                     mine = sorted({k2 for (h2, q2, k2) in needles if h2 == h and q2 == p})
-                    n_rank_h[i] = 1 + np.count_nonzero(np.delete(s, mine) > s[nk])
+                    n_rank_h[i] = 1 + np.count_nonzero(np.delete(sx, mine) > sx[nk])
     check(f"{name} decay count", g["count"][()], count, 0)
     check(f"{name} phase weights E[rho]", c["phase/by_distance/weight"][()], rho / count.sum(), 1e-5)
     with np.errstate(invalid="ignore", divide="ignore"):
