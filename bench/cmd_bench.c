@@ -846,6 +846,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             (rc = rb_results_attr_i64(res, "/bench.new", "peaks_implausible", pk->implausible,
                                       err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
+            (rc = rb_results_attr_str(res, "/bench.new", "peak_fma_isa", rb_peak_fma_isa(), err,
+                                      el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "hugepages",
                                       rb_kernels_hugepages(rb_cli_thp_setting()), err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "environment", env, err, el)) ||
@@ -1540,7 +1542,8 @@ int rb_cmd_bench(int argc, char **argv)
         printf("# ropebench bench — %s\n", rb_version_string());
         printf("# machine: %s, %d threads (OpenMP)%s\n", ci.model[0] ? ci.model : "unknown CPU",
                o.all_threads, o.quick ? ", --quick sizes" : "");
-        printf("# peak FMA (fp32, measured): %.1f GFLOP/s 1 thread", pk.fma1);
+        printf("# peak FMA (fp32, measured, %s loop): %.1f GFLOP/s 1 thread", rb_peak_fma_isa(),
+               pk.fma1);
         if (o.all_threads != 1) /* (all = 1: its rows take the 1-thread peaks) */
             printf(", %.1f GFLOP/s %d threads", pk.fma_all, o.all_threads);
         for (int i = 0; i < pk.n_other; i++)

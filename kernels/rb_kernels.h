@@ -323,13 +323,17 @@ int rb_kernels_thread_limit(void);
 /* rb_peak_fma_gflops: fp32 FMA throughput in GFLOP/s (an FMA counts 2 FLOP), summed
  * over `threads` OpenMP threads (<= 0: all, i.e. rb_kernels_threads()). Each thread
  * runs independent FMA chains -- 12 zmm accumulators with AVX-512 when the CPU and OS
- * allow it, otherwise a plain-C loop the compiler vectorizes as far as it can -- for a
+ * allow it, else 12 ymm accumulators with AVX2 and FMA, otherwise a plain-C loop the
+ * compiler vectorizes as far as its flags allow (rb_peak_fma_isa says which) -- for a
  * warm-up of 0.1*seconds, then for `seconds` (<= 0: 0.2 s) in 8 windows that all
  * threads start together and that end when the last thread is done; the result is the
  * best window's FLOP of all threads over its wall time (so a time slice lost to another
  * process lowers one window, not the peak, and more threads than cores cannot read
  * more than the cores do). No memory traffic; never fails. */
 double rb_peak_fma_gflops(int threads, double seconds);
+/* rb_peak_fma_isa: the loop rb_peak_fma_gflops runs on this CPU (after
+ * ROPEBENCH_TEST_CPU_HIDE): "avx512", "avx2+fma" or "c". */
+const char *rb_peak_fma_isa(void);
 
 /* rb_tile_ceiling_gflops: fp32 GFLOP/s of the avx512 kernel's register tiles alone on
  * the calling thread -- QK^T of 12 query rows x 64 keys and PV of 12 rows x 128 dims

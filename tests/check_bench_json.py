@@ -139,7 +139,8 @@ WORK = None
 def tiles_peak(text):
     """The tile ceiling and the 1-thread FMA peak from a bench table's header."""
     m = re.search(r"register tiles alone .*: ([0-9.]+) GFLOP/s 1 thread", text)
-    pk = re.search(r"# peak FMA \(fp32, measured\): ([0-9.]+) GFLOP/s 1 thread", text)
+    pk = re.search(r"# peak FMA \(fp32, measured, [a-z0-9+]+ loop\): ([0-9.]+) GFLOP/s 1 thread",
+                   text)
     return (float(m.group(1)) if m else None), (float(pk.group(1)) if pk else None)
 
 
@@ -202,8 +203,9 @@ def available_kernels(exe):
     return [k.strip() for k in m.group(1).split(",") if k.strip()]
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env=None if env is None else dict(os.environ, **env))
     if p.returncode != 0 or "Sanitizer" in p.stderr or "runtime error" in p.stderr:
         raise SystemExit(f"FAIL {' '.join(cmd)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
@@ -515,6 +517,24 @@ def drive(exe, work, launcher):
                                  f"{r[key]}, the header's {what} at {t} threads is {want}")
     if sorted({r["threads"] for r in rows}) != [1, 3]:
         raise SystemExit(f"FAIL --threads 1,3: rows of {sorted({r['threads'] for r in rows})}")
+    # the FMA peak's loop follows the CPU: AVX-512, else AVX2 + FMA (was the plain-C
+    # loop, SSE2 and ~1/4 of the AVX2 peak, so an AVX2 machine's blas rows read above 1),
+    # else plain C; shown with ROPEBENCH_TEST_CPU_HIDE as on CPUs without them
+    flags = open("/proc/cpuinfo").read().split()
+    want = [("", "avx512" if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags)
+             else "avx2+fma" if {"avx2", "fma"} <= set(flags) else "c"),
+            ("os_zmm", "avx2+fma" if {"avx2", "fma"} <= set(flags) else "c"),
+            ("os_zmm,avx2", "c")]
+    for hide, isa in want:
+        p = run([exe, "bench", "--quick", "--only", "rope", "--kernels", "ref", "--threads", "1"],
+                env={"ROPEBENCH_TEST_CPU_HIDE": hide})
+        m = re.search(r"# peak FMA \(fp32, measured, ([a-z0-9+]+) loop\): ([0-9.]+) GFLOP/s",
+                      p.stdout)
+        if not m or m.group(1) != isa or not float(m.group(2)) > 0:
+            raise SystemExit(f"FAIL bench with ROPEBENCH_TEST_CPU_HIDE={hide!r}: peak line "
+                             f"{m.group(0) if m else None!r}, expected the {isa} loop")
+        print(f"ok   FMA peak with {hide or 'nothing'} hidden: {m.group(1)} loop, "
+              f"{m.group(2)} GFLOP/s")
     # the reference probe row runs at 1 thread whatever --threads says: its ideal is the
     # 1-thread probe overlap, measured though the list has no 1 (was null until 2026-12-03)
     sub = os.path.join(work, "bench_ref_probe.json")

@@ -1,6 +1,7 @@
 /* rb_peak.h — internal to kernels/: the AVX-512 throughput loops behind
  * rb_peak_fma_gflops and rb_peak_dpbf16_gflops (kernels/peak.c), the tile loop behind
- * rb_tile_ceiling_gflops and the block loop of rb_overlap_probe. */
+ * rb_tile_ceiling_gflops and the block loop of rb_overlap_probe; and the AVX2 FMA loop
+ * (kernels/avx2/) for CPUs without usable AVX-512. */
 #ifndef RB_PEAK_H
 #define RB_PEAK_H
 
@@ -11,6 +12,10 @@
  * depends on every result (so the loop cannot be optimised away). Needs AVX-512F
  * and OS ZMM state. */
 double rb_peak_fma_avx512(int64_t iters, float seed);
+
+/* rb_peak_fma_avx2: as rb_peak_fma_avx512 on 12 ymm chains (12 FMAs = 192 FLOP per
+ * iteration). Needs AVX2, FMA and OS YMM state (rb_cpu_info's avx2 and fma). */
+double rb_peak_fma_avx2(int64_t iters, float seed);
 
 /* rb_peak_dpbf16_avx512: run `iters` iterations of 12 independent VDPBF16PS chains
  * (each instruction 16 lanes x 2 bf16 products added to fp32: 64 FLOP, 768 per
