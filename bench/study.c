@@ -1435,6 +1435,10 @@ static int measure_peaks(rb_run *r, int store)
         r->peak_sum[1] += all[i * 2 + 1];
     }
     MPI_Bcast(r->peak_sum, 2, MPI_DOUBLE, 0, r->comm);
+    /* the FMA loop rank 0 ran (avx512, avx2+fma or c), the same string on every rank */
+    char loop[16];
+    snprintf(loop, sizeof loop, "%s", rb_peak_fma_isa());
+    bcast_str(loop, (int)sizeof loop, r->comm);
     static const char *names[2] = {"/provenance/peak_fma_gflops", "/provenance/triad_gbps"};
     if (store) { /* written and flushed inside a window (write_window_end) */
         rb_cli_defer_begin();
@@ -1445,13 +1449,14 @@ static int measure_peaks(rb_run *r, int store)
             TRY(rb_results_write_f64(r->res, names[k], 1, dims, col, 0, r->err,
                                      sizeof r->err));
         }
+        TRY(rb_results_attr_str(r->res, names[0], "loop", loop, r->err, sizeof r->err));
         TRY(rb_results_flush(r->res, r->err, sizeof r->err));
         write_window_end(r->comm, RB_OK);
     }
     if (r->rank == 0 && !r->quiet)
-        fprintf(stderr, "ropebench: measured peaks: FMA %.1f GFLOP/s, triad %.1f GB/s "
-                        "(all ranks together)\n",
-                r->peak_sum[0], r->peak_sum[1]);
+        fprintf(stderr, "ropebench: measured peaks: FMA %.1f GFLOP/s (%s loop), triad %.1f "
+                        "GB/s (all ranks together)\n",
+                r->peak_sum[0], loop, r->peak_sum[1]);
 
 cleanup:
     (void)rb_cli_defer_end(); /* a window an error left open (the run ends) */

@@ -152,6 +152,11 @@ def main():
                 v = f["provenance"].get(k)
                 if v is None or v.shape != (2,) or not (v[()] > 0).all():
                     failed.append(f"--resume did not measure the missing {k}")
+            loop = f["provenance"]["peak_fma_gflops"].attrs.get("loop") \
+                if "peak_fma_gflops" in f["provenance"] else None
+            loop = loop.decode() if isinstance(loop, bytes) else loop
+            if loop not in ("avx512", "avx2+fma", "c"):
+                failed.append(f"/provenance/peak_fma_gflops attribute loop is {loop!r}")
             if cases[cut].attrs.get("n_rows") == 3:
                 failed.append(f"case {cut} with 3 of its rows was kept by --resume")
         c = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
