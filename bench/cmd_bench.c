@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -391,9 +392,13 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
 /* splitmix64-driven uniform floats in [-amp, amp] */
 static void fill_random(float *x, size_t n, uint64_t seed, float amp)
 {
-    uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    /* SplitMix64's i-th value depends on i alone, so the fill is split over OpenMP's
+     * threads as the triad's first touch is (static): on a NUMA machine the pages then
+     * lie where the all-thread rows and the triad they are set against read them */
+    const long long nn = (long long)n;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < nn; i++) {
+        uint64_t z = seed + (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
         z ^= z >> 31;
@@ -1044,6 +1049,39 @@ static int probe_profile(const bench_fn *f, bench_row *r)
     return 0;
 }
 
+/* bench_memory_need: a lower bound on the bytes the largest row holds at once (its
+ * arrays: q, k, v, positions and the row state of 8-byte doubles; a kernel's own
+ * packing comes on top), into *bytes, and which row into what (n bytes). */
+static void bench_memory_need(const bench_opts *o, double *bytes, char *what, size_t n)
+{
+    *bytes = 0;
+    what[0] = '\0';
+    if (o->do_causal && o->n_kernels > 0) {
+        const int64_t dLs[2] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
+        const int dH[2] = {64, 128};
+        const int nL = o->n_lens ? o->n_lens : 2, nH = o->n_dims ? o->n_dims : 2;
+        for (int li = 0; li < nL; li++)
+            for (int hi = 0; hi < nH; hi++) {
+                const double L = (double)(o->n_lens ? o->lens[li] : dLs[li]);
+                const int d = o->n_dims ? o->dims[hi] : dH[hi];
+                const double b = L * d * 4.0 * 3 + L * 8.0 + L * (double)RB_STATE_STRIDE(d) * 8;
+                if (b > *bytes) {
+                    *bytes = b;
+                    snprintf(what, n, "the causal rows of L = %.0f, head_dim %d", L, d);
+                }
+            }
+    }
+    if (o->do_probe && o->n_kernels > 0) {
+        const double nk = (double)probe_keys(o), d = PROBE_D;
+        const double b = nk * d * 4.0 * 2 + nk * 8.0 +
+                         PROBE_ROWS * (d * 4.0 + 8.0 + (double)RB_STATE_STRIDE(PROBE_D) * 8);
+        if (b > *bytes) {
+            *bytes = b;
+            snprintf(what, n, "the probe rows (%.0f keys)", nk);
+        }
+    }
+}
+
 static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 {
     int64_t Ls[MAX_SHAPES] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
@@ -1448,6 +1486,28 @@ int rb_cmd_bench(int argc, char **argv)
             goto cleanup;
         }
         close(fd);
+    }
+    /* rows that cannot fit are refused before any measuring (they failed after the
+     * peaks, or took the machine into swap) */
+    {
+        double need = 0;
+        char what[96];
+        bench_memory_need(&o, &need, what, sizeof what);
+        double avail = 0.9 * rb_config_host_available_bytes(); /* (as a study's) */
+        const char *whose = "0.9 of what this machine has available";
+        struct rlimit as;
+        if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+            (double)as.rlim_cur < avail) {
+            avail = (double)as.rlim_cur;
+            whose = "the process's address-space limit (ulimit -v)";
+        }
+        if (avail > 0 && need > avail) {
+            fprintf(stderr, "ropebench: bench: %s need at least %.1f GiB of memory, more than "
+                            "%s (%.1f GiB); give smaller --lengths or --head-dims\n",
+                    what, need / 1073741824.0, whose, avail / 1073741824.0);
+            code = RB_EXIT_USAGE;
+            goto cleanup;
+        }
     }
     /* peaks first, so that every row can be given as a fraction of them */
     {

@@ -1450,7 +1450,8 @@ double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nra
 /* Resolve a position given as "negative = from the end" against L. */
 static int64_t resolve_pos(int64_t p, int64_t L) { return p < 0 ? L + p : p; }
 
-static double host_available_bytes(void)
+/* rb_config_host_available_bytes: see rb_bench.h. */
+double rb_config_host_available_bytes(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     double kib = 0;
@@ -1481,7 +1482,7 @@ static int check_ranks(const rb_config *c, int nranks, int ranks_per_host, char 
                        size_t errlen)
 {
     double limit = c->memory_limit_gib > 0 ? c->memory_limit_gib * 1073741824.0
-                                           : 0.9 * host_available_bytes();
+                                           : 0.9 * rb_config_host_available_bytes();
     for (int mode = 0; mode < 2; mode++) {
         if (!c->modes[mode]) continue;
         int nl = mode == RB_MODE_FULL ? c->n_full_lens : c->n_probe_lens;

@@ -124,6 +124,11 @@ int rb_config_text_differs(const char *file_text, const char *now_text, char *ms
 int rb_config_check_ranks(const rb_config *cfg, int nranks, int ranks_per_host,
                           char *err, size_t errlen);
 
+/* rb_config_host_available_bytes: this host's MemAvailable (/proc/meminfo), or its
+ * physical memory where that cannot be read; what the memory checks of a study
+ * (0.9 of it, unless [study] memory_limit_gib says) and of `bench` hold sizes to. */
+double rb_config_host_available_bytes(void);
+
 /* rb_config_af_label: "auto" for af <= 0, else af printed with %g (a thread-local
  * buffer, valid until the next call on the thread). */
 const char *rb_config_af_label(double af);

@@ -105,3 +105,15 @@ rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
   ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
 rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"
   ${RB_MPIEXEC_CMD} 1 $<TARGET_FILE:ropebench> bench --quick -o ${RB_BENCH_WORK}/not_hdf5.h5)
+
+# rows that cannot fit in memory are refused before any measuring (a causal row of
+# L = 1M, head_dim 512 holds ~10.7 GB): here under a 3 GB address-space limit; not under
+# ASan, which cannot start with such a limit
+if(NOT RB_SANITIZE)
+  rb_add_test(NAME bench.error_memory COMMAND sh -c "ulimit -v 3000000 && exec \"$@\"" sh
+    ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/expect_error.py 2
+    "^ropebench: bench: the causal rows of L = 1048576, head_dim 512 need at least 10\\.0 GiB of memory, more than the process's address-space limit \\(ulimit -v\\) \\(2\\.9 GiB\\); give smaller --lengths or --head-dims$"
+    -- $<TARGET_FILE:ropebench> bench --only causal --lengths 1M --head-dims 64,512
+    --kernels ref)
+  set_tests_properties(bench.error_memory PROPERTIES LABELS "bench;cli" TIMEOUT 60)
+endif()
