@@ -1619,9 +1619,10 @@ int rb_cmd_bench(int argc, char **argv)
                    pk.dpbf16, pk.dpbf16 / pk.fma1);
         if (pk.implausible)
             printf("# warning: the %d-thread peaks (FMA %.1f GFLOP/s, triad %.2f GB/s) stayed "
-                   "below 0.9 x the 1-thread ones after two more tries: the host took time from "
-                   "the run, and the %d-thread fractions are inflated\n", o.all_threads,
-                   pk.fma_all, pk.triad_all, o.all_threads);
+                   "below 0.9 x the 1-thread ones after two more tries (time taken by another "
+                   "process or the hypervisor, or fewer cores than threads): the %d-thread "
+                   "fractions are against that lower figure\n", o.all_threads, pk.fma_all,
+                   pk.triad_all, o.all_threads);
         printf("# memory: arrays of %zu MiB and more in transparent huge pages: %s\n",
                RB_HUGE_MIN >> 20, rb_kernels_hugepages(rb_cli_thp_setting()));
         printf("# triad (STREAM, 3 x %zu MiB, 24 B/elem): %.2f GB/s 1 thread",

@@ -1482,7 +1482,11 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
     const char *slash = strrchr(real, '/');
     const char *name = slash ? slash + 1 : real;
     const int dirlen = slash ? (int)(slash - real) : 0;
-    int ok = stat(real, &st) == 0 && (size_t)snprintf(final, flen, "%s", real) < flen;
+    if (stat(real, &st) != 0) { /* (errno says why) */
+        free(real);
+        return 0;
+    }
+    int ok = (size_t)snprintf(final, flen, "%s", real) < flen;
     if (ok && strlen(name) + sizeof ".partial-XXXXXX" - 1 <= NAME_MAX) {
         ok = (size_t)snprintf(staged, slen, "%s.partial-XXXXXX", real) < slen;
     } else if (ok) {
@@ -1490,7 +1494,7 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
                               real, (unsigned long long)fnv1a(name)) < slen;
     }
     free(real);
-    if (!ok) {
+    if (!ok) { /* a path past the buffers */
         staged[0] = '\0';
         errno = ENAMETOOLONG;
         return 0;

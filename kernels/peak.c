@@ -247,7 +247,9 @@ int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double ou
     rb_cpu_detect(&ci);
     double (*block)(int64_t, const char *, const char *, int64_t, const float *, const float *,
                     int64_t) =
-        rb_cpu_avx512_usable(&ci) ? rb_overlap_block_avx512 : rb_overlap_block_c;
+        rb_cpu_avx512_usable(&ci)  ? rb_overlap_block_avx512
+        : ci.avx2 && ci.fma         ? rb_overlap_block_avx2 /* the FMA peak's own loop */
+                                    : rb_overlap_block_c;
     const int nt = resolve_threads(threads);
     const int64_t units = llround(flop / (double)nb / OV_UNIT_FLOP);
     const int64_t lines = OV_BLOCK_FLOATS * (int64_t)sizeof(float) / 64;

@@ -379,8 +379,9 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * negative, NaN or above 1e18, or the arrays cannot be allocated. */
 int rb_overlap_probe(int threads, size_t bytes_per_array, double flop, double out[3]);
 
-/* rb_overlap_block_c: one block of rb_overlap_probe on a CPU without usable AVX-512
- * (the contract of rb_overlap_block_avx512, kernels/avx512/rb_peak.h, in plain C):
+/* rb_overlap_block_c: one block of rb_overlap_probe on a CPU without usable AVX-512,
+ * AVX2 or FMA (the contract of rb_overlap_block_avx512, kernels/avx512/rb_peak.h, in
+ * plain C; rb_overlap_block_avx2 there where the CPU has AVX2 and FMA):
  * `units` units of arithmetic, each the portable FMA probe's loop run 6 iterations (8
  * chains of 16 floats, x = x * 0.999999 + 1e-7 from x = 1 + chain + lane, 1,536 FLOP),
  * with, spread evenly between the units, prefetches of `lines` 64-byte lines from pk and

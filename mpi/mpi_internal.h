@@ -21,7 +21,8 @@ int rb_mpi_agree(MPI_Comm comm, int rc, const char *what, char *err, size_t errl
  * that does not fit, "PU LIST" (plus " (unbound)"), and when that does not fit either
  * "PU HEAD,... (cut; NPU PUs)" (plus " (unbound)"), HEAD being the
  * longest prefix of LIST that ends before a comma and fits (possibly empty), so a cut
- * text always says it was cut and never ends inside a number. */
+ * text always says it was cut and never ends inside a number (given len >= 48; a
+ * shorter buffer gets what fits). */
 void rb_topo_binding_format(char *buf, size_t len, const char *mask, const char *list,
                             int npu, int unbound);
 

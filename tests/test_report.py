@@ -696,6 +696,8 @@ def damaged_cases(cmd, work, good):
         head, rows = tab
         jd, jb = head.index("D leaves 0 at distance"), head.index("first Δ with negative B(Δ)")
         with h5py.File(p, "r") as f:
+            if not any((f["cases"][r[0]]["phase/by_distance/D"][()] > 1e-9).any() for r in rows):
+                bad.append("no case with D > 1e-9: the check of D's onset would see nothing")
             for r in rows:
                 d, D = f["cases"][r[0]]["phase/by_distance/distance"][()], \
                     f["cases"][r[0]]["phase/by_distance/D"][()]

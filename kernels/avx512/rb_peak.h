@@ -17,6 +17,16 @@ double rb_peak_fma_avx512(int64_t iters, float seed);
  * iteration). Needs AVX2, FMA and OS YMM state (rb_cpu_info's avx2 and fma). */
 double rb_peak_fma_avx2(int64_t iters, float seed);
 
+/* rb_overlap_block_avx2: rb_overlap_block_c's reads and prefetches (kernels/rb_kernels.h)
+ * on a CPU with AVX2 and FMA, with rb_peak_fma_avx2's chains as the arithmetic, kept
+ * across units as rb_overlap_block_avx512 keeps its own: 12 chains of 8 floats from
+ * x = 1 + chain, each unit 8 steps x = fma(x, 0.999999, 1e-7) of every chain (1,536
+ * FLOP); k and v are read in chunks of 16 floats (two ymm) and summed per lane.
+ * Returns the sum of the 96 final chain values and of every float of k and v. Needs
+ * AVX2, FMA and OS YMM state. */
+double rb_overlap_block_avx2(int64_t units, const char *pk, const char *pv, int64_t lines,
+                             const float *k, const float *v, int64_t n);
+
 /* rb_peak_dpbf16_avx512: run `iters` iterations of 12 independent VDPBF16PS chains
  * (each instruction 16 lanes x 2 bf16 products added to fp32: 64 FLOP, 768 per
  * iteration) on the calling thread; returns a value that depends on every result.
