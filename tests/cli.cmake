@@ -487,6 +487,12 @@ rb_add_test(NAME info_no_zmm_state COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.
   ${hide} ${RB_EXE} info)
 set_tests_properties(info_no_zmm_state PROPERTIES LABELS "cli"
   PASS_REGULAR_EXPRESSION "os_zmm_state=0\nkernel +blas \\(blas: no usable AVX-512 kernel\\)[^\n]*\nROPEBENCH_ISA +\\(unset\\)\nROPEBENCH_TEST_CPU_HIDE +os_zmm ")
+# where hwloc cannot load the topology (HWLOC_COMPONENTS=stop), info says so on its two
+# lines (they were left out without a word)
+rb_add_test(NAME info_no_topology COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_is.sh 0
+  ${CMAKE_COMMAND} -E env HWLOC_COMPONENTS=stop ${RB_EXE} info)
+set_tests_properties(info_no_topology PROPERTIES LABELS "cli"
+  PASS_REGULAR_EXPRESSION "\ntopology +topology unknown \\(hwloc could not load it\\)\nbinding +cpuset unknown \\(hwloc topology not loaded\\)\n")
 rb_add_test(NAME e2e_fallback_no_zmm_state COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fast_vs_ref.py
   ${RB_WORK} ${RB_EXE} ${RB_SMALL} ${RB_WORK}/small_np1.h5 auto fp32 2 zigzag -- ${RB_MPIEXEC_CMD})
 set_tests_properties(e2e_fallback_no_zmm_state PROPERTIES FIXTURES_REQUIRED small_np1
