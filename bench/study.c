@@ -1500,7 +1500,12 @@ static int stage_file(const char *out, char *final, size_t flen, char *staged, s
         return 0;
     }
     const int fd = mkstemp(staged);
-    if (fd < 0) return 0;
+    if (fd < 0) {
+        const int e = errno;
+        memcpy(staged + strlen(staged) - 6, "XXXXXX", 6); /* the name tried, not one made */
+        errno = e;
+        return 0;
+    }
     if (fchmod(fd, st.st_mode & 07777) != 0) { /* not fatal: the umask's mode then */ }
     close(fd);
     return 1;

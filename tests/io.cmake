@@ -142,3 +142,11 @@ rb_add_test(NAME report_no_critical_pair LABELS io
           --file ${RB_IO_DIR}/no_critical_pair.h5 ${RB_IO_DIR}/no-critical-pair-report
           $<TARGET_FILE:ropebench> report {in} -o {out})
 set_tests_properties(report_no_critical_pair PROPERTIES FIXTURES_REQUIRED io_no_critical_pair)
+
+# An existing results file in a directory that takes no new file (chattr +i): the run is
+# refused and the file left as it was (tests/stage_refused.py; skipped where chattr +i
+# is not possible)
+rb_add_test(NAME io_stage_refused LABELS io TIMEOUT 300
+  COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/stage_refused.py
+          ${RB_IO_DIR}/stage-refused $<TARGET_FILE:ropebench> -- ${RB_MPIEXEC_CMD})
+set_tests_properties(io_stage_refused PROPERTIES SKIP_RETURN_CODE 77)
