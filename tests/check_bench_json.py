@@ -681,10 +681,21 @@ def check(rows, kernels):
             if "gbps" not in r:
                 problems.append(f"{where}: {r['bench']} row without gbps")
                 continue
+            # the byte counts of docs/bench.md, recomputed: probe K+V once, rope one read
+            # and one write of every row, fp32
+            nbytes = 2 * r["seq_len"] * r["head_dim"] * 4
+            if abs(r["gbps"] - nbytes / r["median_s"] * 1e-9) > 1e-6 * r["gbps"]:
+                problems.append(f"{where}: gbps {r['gbps']} != 2 x {r['seq_len']} x "
+                                f"{r['head_dim']} x 4 bytes / median_s")
             want = r["gbps"] / r["triad_gbps"]
         else:
             if "gbps" in r:
                 problems.append(f"{where}: causal row with gbps")
+            # causal attention counts 2 L^2 d per call (the rule)
+            flop = 2.0 * r["seq_len"] ** 2 * r["head_dim"]
+            if abs(r["gflops"] - flop / r["median_s"] * 1e-9) > 1e-6 * r["gflops"]:
+                problems.append(f"{where}: gflops {r['gflops']} != 2 L^2 d / median_s = "
+                                f"{flop / r['median_s'] * 1e-9}")
             want = r["gflops"] / r["peak_gflops"]
         if abs(r["fraction_of_peak"] - want) > 1e-6 * want:
             problems.append(f"{where}: fraction_of_peak {r['fraction_of_peak']} != {want}")
