@@ -929,8 +929,9 @@ static double probe_flop(int64_t n_keys, int P, int d)
  * their FLOP (4 d per visible pair) and bytes (K and V once, fp32), the time neither the
  * FMA peak nor the triad allows going below, max(FLOP / peak, bytes / triad), and so the
  * highest fraction of the triad the row could show (below 1 where the arithmetic, not
- * the stream, bounds it); bf16 against twice the peak (VDPBF16PS does twice the FLOP
- * of an FMA). */
+ * the stream, bounds it); bf16 against bf16_x times the peak: the VDPBF16PS peak's
+ * multiple of the FMA peak measured in the same run (2, what VDPBF16PS does per
+ * instruction against an FMA, where it was not measured). */
 static void probe_roofline(FILE *f, int64_t n_keys, int P, int d, const int *thr, int n_thr,
                            const double *peak, const double *triad, double bf16_x)
 {

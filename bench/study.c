@@ -76,7 +76,8 @@ static void test_hold(int case_no)
  *                    FILE (the old results) is left as it was;
  *   RB_STOP_STAGED_CASE  its first case flushed, not yet renamed over FILE: kept, and
  *                    named;
- *   RB_STOP_NEW      FILE made (new, or written in place) but never flushed, so not
+ *   RB_STOP_NEW      FILE made new (an existing one is staged, or the run refused)
+ *                    but never flushed, so not
  *                    readable: removed, as a failing run removes it;
  *   RB_STOP_FILE     FILE flushed (or reopened by --resume): its finished cases stay
  *                    readable for --resume;
@@ -1929,7 +1930,7 @@ int rb_cmd_run(int argc, char **argv)
     if (r.rank == 0 && !r.quiet)
         fprintf(stderr, "ropebench: kernel %s: %s (%s)\n", r.ops.name, r.ops.detail,
                 kernel_why ? kernel_why : "");
-    /* reopened: its finished cases are there; made new or in place: unreadable until
+    /* reopened: its finished cases are there; made new: unreadable until
      * its first flush (staged: still RB_STOP_STAGED) */
     if (r.rank == 0 && !reopened && !r.staged && stat(out_path, &stop_out_st) != 0)
         memset(&stop_out_st, 0, sizeof stop_out_st);

@@ -128,7 +128,7 @@ double rb_peak_fma_gflops(int threads, double seconds)
     const int nt = resolve_threads(threads);
     if (!strcmp(isa, "avx512"))
         return team_rate(rb_peak_fma_avx512, 200000, 384.0, seconds, nt);
-    if (!strcmp(isa, "avx2+fma")) /* (the C loop's SSE2 reached ~1/4 of this) */
+    if (!strcmp(isa, "avx2+fma")) /* (the C loop's SSE2 reached ~1/9 of this) */
         return team_rate(rb_peak_fma_avx2, 400000, 192.0, seconds, nt);
     return team_rate(peak_loop_c, 100000, 256.0, seconds, nt);
 }
@@ -198,7 +198,8 @@ cleanup:
 }
 
 /* rb_overlap_probe's blocks: 64 rows of 128 floats (32 KiB) of K and of V, the probe
- * rows' key blocks at d = 128; a unit of work is 48 zmm FMAs (1,536 FLOP); the block
+ * rows' key blocks at d = 128; a unit of work is 1,536 FLOP (48 zmm FMAs, 96 ymm FMAs on
+ * AVX2, or the C loop's 6 iterations); the block
  * OV_AHEAD after the current one is prefetched, and the current one read, over the
  * current one's units */
 #define OV_BLOCK_FLOATS (64 * 128)

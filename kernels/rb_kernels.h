@@ -367,7 +367,8 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * arrays (K and V) of bytes_per_array bytes (rounded down to whole blocks of 64 x 128
  * floats, 32 KiB), first-touched in parallel, each thread reading a contiguous share of
  * the blocks once, and `flop` FLOP of fp32 FMA chains (the FMA probe's: 12 zmm chains
- * with AVX-512, plain C otherwise; 1,536 FLOP a unit) spread evenly over the blocks.
+ * with AVX-512, 12 ymm chains with AVX2 and FMA, plain C otherwise; 1,536 FLOP a unit)
+ * spread evenly over the blocks.
  * Three passes, each one warm-up then the best of 4: out[0] the arithmetic alone (the
  * reads going to the thread's first block, in cache), out[1] the stream alone (each
  * block summed, no FMA), out[2] both: a block's FMA units with, spread evenly between

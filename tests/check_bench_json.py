@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """check_bench_json.py — validate `ropebench bench --json` output (or the /bench group of
-a results file with --h5): every required key, finite positive numbers, the fraction of
-peak recomputed, and rows of every kind for every kernel named.
+a results file with --h5): every required key, finite positive numbers, every row's rate
+and fraction of peak recomputed from the counting rules, the roofline and overlap lines,
+the FMA peak's loop as the CPU features choose it, and rows of every kind for every
+kernel named.
 
 usage: check_bench_json.py FILE.json KERNEL[,KERNEL...]
        check_bench_json.py --h5 FILE.h5 KERNEL[,KERNEL...]

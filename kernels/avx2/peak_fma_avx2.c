@@ -1,4 +1,4 @@
-/* peak_fma_avx2.c — the FMA peak loop for CPUs with AVX2 and FMA but no usable AVX-512: 12 independent fp32 ymm chains, as the AVX-512 loop runs them on zmm. */
+/* peak_fma_avx2.c — the FMA peak loop and the probe-overlap block for CPUs with AVX2 and FMA but no usable AVX-512: 12 independent fp32 ymm chains, as the AVX-512 loops run them on zmm. */
 #include "avx512/rb_peak.h"
 
 #include <immintrin.h>

@@ -1,7 +1,7 @@
 /* rb_peak.h — internal to kernels/: the AVX-512 throughput loops behind
  * rb_peak_fma_gflops and rb_peak_dpbf16_gflops (kernels/peak.c), the tile loop behind
  * rb_tile_ceiling_gflops and the block loop of rb_overlap_probe; and the AVX2 FMA loop
- * (kernels/avx2/) for CPUs without usable AVX-512. */
+ * and overlap block (kernels/avx2/) for CPUs without usable AVX-512. */
 #ifndef RB_PEAK_H
 #define RB_PEAK_H
 
