@@ -1050,6 +1050,20 @@ static int probe_profile(const bench_fn *f, bench_row *r)
     return 0;
 }
 
+/* causal_shapes: the causal rows' lengths and head_dims (--lengths and --head-dims, or
+ * the defaults: 4096 and 16384, 1024 and 2048 with --quick; 64 and 128), none without
+ * causal rows. */
+static void causal_shapes(const bench_opts *o, int64_t *Ls, int *nL, int *heads, int *nH)
+{
+    const int64_t dL[2] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
+    const int dH[2] = {64, 128};
+    *nL = o->n_lens ? o->n_lens : 2;
+    *nH = o->n_dims ? o->n_dims : 2;
+    for (int i = 0; i < *nL; i++) Ls[i] = o->n_lens ? o->lens[i] : dL[i];
+    for (int i = 0; i < *nH; i++) heads[i] = o->n_dims ? o->dims[i] : dH[i];
+    if (!o->do_causal) *nL = *nH = 0;
+}
+
 /* bench_memory_need: a lower bound on the bytes the largest row holds at once (its
  * arrays: q, k, v, positions and the row state of 8-byte doubles; a kernel's own
  * packing comes on top), into *bytes, and which row into what (n bytes). */
@@ -1057,14 +1071,14 @@ static void bench_memory_need(const bench_opts *o, double *bytes, char *what, si
 {
     *bytes = 0;
     what[0] = '\0';
-    if (o->do_causal && o->n_kernels > 0) {
-        const int64_t dLs[2] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
-        const int dH[2] = {64, 128};
-        const int nL = o->n_lens ? o->n_lens : 2, nH = o->n_dims ? o->n_dims : 2;
+    if (o->n_kernels > 0) {
+        int64_t Ls[MAX_SHAPES];
+        int heads[MAX_SHAPES], nL, nH;
+        causal_shapes(o, Ls, &nL, heads, &nH);
         for (int li = 0; li < nL; li++)
             for (int hi = 0; hi < nH; hi++) {
-                const double L = (double)(o->n_lens ? o->lens[li] : dLs[li]);
-                const int d = o->n_dims ? o->dims[hi] : dH[hi];
+                const double L = (double)Ls[li];
+                const int d = heads[hi];
                 const double b = L * d * 4.0 * 3 + L * 8.0 + L * (double)RB_STATE_STRIDE(d) * 8;
                 if (b > *bytes) {
                     *bytes = b;
@@ -1085,20 +1099,11 @@ static void bench_memory_need(const bench_opts *o, double *bytes, char *what, si
 
 static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 {
-    int64_t Ls[MAX_SHAPES] = {o->quick ? 1024 : 4096, o->quick ? 2048 : 16384};
-    int heads[MAX_SHAPES] = {64, 128};
-    int nL = 2, nH = 2;
+    int64_t Ls[MAX_SHAPES];
+    int heads[MAX_SHAPES], nL, nH;
+    causal_shapes(o, Ls, &nL, heads, &nH);
     const int64_t n_keys = probe_keys(o), n_rope = n_keys;
     const int P = PROBE_ROWS;
-    if (o->n_lens) {
-        nL = o->n_lens;
-        memcpy(Ls, o->lens, sizeof Ls);
-    }
-    if (o->n_dims) {
-        nH = o->n_dims;
-        memcpy(heads, o->dims, sizeof heads);
-    }
-    if (!o->do_causal) nL = nH = 0;
     int rc = 0;
     float *q = NULL, *k = NULL, *v = NULL;
     int64_t *pos = NULL, *qpos = NULL;

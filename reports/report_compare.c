@@ -11,6 +11,28 @@
 /* A file's label in the tables: A, B, C, ... (RB_COMPARE_MAX files at most). */
 static void label(char *b, size_t n, size_t i) { snprintf(b, n, "%c", (char)('A' + i)); }
 
+/* lower_bound: the first i in [0, n) whose key_at(ctx, i) is not below key in strcmp
+ * order (n if none), the keys being in that order: the binary search of both the case
+ * and the /bench row lookups. */
+static size_t lower_bound(size_t n, const char *key,
+                          const char *(*key_at)(const void *, size_t), const void *ctx)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(key_at(ctx, mid), key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static const char *case_name_at(const void *f, size_t i)
+{
+    return ((const rp_file *)f)->cases[i].name;
+}
+
 /* The case of file f named name, in whatever state (NULL if none): a binary search
  * where the cases are in name order, as files list them (every section looks up every
  * case in every file: a linear scan made two files of 20,000 cases take 24 s). */
@@ -18,15 +40,7 @@ static const rp_case *case_named(const rp_file *f, const char *name)
 {
     size_t i = 0;
     if (f->cases_sorted) {
-        size_t lo = 0, hi = f->ncases;
-        while (lo < hi) {
-            const size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(f->cases[mid].name, name) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        i = lo;
+        i = lower_bound(f->ncases, name, case_name_at, f);
     } else {
         while (i < f->ncases && strcmp(f->cases[i].name, name))
             i++;
@@ -578,18 +592,16 @@ fail:
     return -1;
 }
 
+static const char *bench_key_at(const void *ix, size_t i)
+{
+    return ((const bench_index *)ix)->e[i].key;
+}
+
 /* bench_find: the first row of ix with this key; -1 if none. */
 static int64_t bench_find(const bench_index *ix, const char *key)
 {
-    int64_t lo = 0, hi = ix->n;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (strcmp(ix->e[mid].key, key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ix->n && !strcmp(ix->e[lo].key, key) ? ix->e[lo].row : -1;
+    const size_t lo = lower_bound((size_t)ix->n, key, bench_key_at, ix);
+    return lo < (size_t)ix->n && !strcmp(ix->e[lo].key, key) ? ix->e[lo].row : -1;
 }
 
 /* bench_rows_at: whether every file after A has a /bench row with `key`, that of A's

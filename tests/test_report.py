@@ -608,6 +608,16 @@ def damaged_cases(cmd, work, good):
             edit(f)
         return path
 
+    def report_of(name, edit):
+        """The variant `name` of the good file, reported afresh into out-<name>: its path,
+        the report's status, stdout, stderr and report.md ("" when none was written)."""
+        path = variant(name, edit)
+        out = os.path.join(work, "out-" + name)
+        rc, so, se = fresh(path, out)
+        md = os.path.join(out, "report.md")
+        text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+        return path, rc, so, se, text
+
     # /bench without the peaks its run measured: the sentence says so (it read "That run
     # measured: ." or began with "; triad" when only some were missing)
     def no_peaks(f):
@@ -649,23 +659,16 @@ def damaged_cases(cmd, work, good):
     expect_error(cmd, work, "second-name", p, ["is a second name for an object met before"])
     # a soft link in /cases is not followed: listed as skipped, not a second copy of its
     # target's numbers in every table (20,000 of them took 20 s and one plot 20,000 lines)
-    p = variant("soft-case", lambda f: f.__setitem__("cases/zz-soft", h5py.SoftLink("/" + P)))
-    out = os.path.join(work, "out-soft-case")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    p, rc, so, se, text = report_of("soft-case", lambda f: f.__setitem__(
+        "cases/zz-soft", h5py.SoftLink("/" + P)))
     lines = [l for l in text.splitlines() if "zz-soft" in l]
     if rc != 0 or len(lines) != 1 or "soft link" not in lines[0]:
         fail("soft-case: status %d, lines naming zz-soft %s (want one, listing it as a soft "
              "link)" % (rc, lines[:3]))
 
     # text of the file cannot become a Markdown link or image in report.md
-    p = variant("md-link", lambda f: f.attrs.__setitem__(
+    p, rc, so, se, text = report_of("md-link", lambda f: f.attrs.__setitem__(
         "git_describe", "v1 ![](https://evil.example/p.png) [signed](https://evil.example/)"))
-    out = os.path.join(work, "out-md-link")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
     if rc != 0 or re.search(r"(?<!\\)\]\(https://evil", text) or \
             "!\\[\\](https://evil.example/p.png)" not in text:
         fail("md-link: status %d, link not escaped: %s" % (rc, [l for l in text.splitlines()
@@ -683,11 +686,7 @@ def damaged_cases(cmd, work, good):
         del f["provenance/peak_fma_gflops"], f["provenance/triad_gbps"]
         f["provenance/peak_fma_gflops"] = np.array([0.0, 0.0])
         f["provenance/triad_gbps"] = np.array([-5.0, 1.0])
-    p = variant("damaged-attrs", damaged_attrs)
-    out = os.path.join(work, "out-damaged-attrs")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    p, rc, so, se, text = report_of("damaged-attrs", damaged_attrs)
     tab = md_table(text, "## Metrics")
     bad = []
     if rc != 0 or tab is None:
@@ -716,12 +715,8 @@ def damaged_cases(cmd, work, good):
         fail("damaged-attrs: " + "; ".join(bad[:4]))
 
     # nor emphasis or strikethrough (GFM), while an '_' inside a word stays as it is
-    p = variant("md-emph", lambda f: f.attrs.__setitem__(
+    p, rc, so, se, text = report_of("md-emph", lambda f: f.attrs.__setitem__(
         "git_describe", "v1_rc2 _slanted_ __bold__ ~~struck~~ ~x~ *star*"))
-    out = os.path.join(work, "out-md-emph")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
     want = "v1_rc2 \\_slanted\\_ \\_\\_bold\\_\\_ \\~\\~struck\\~\\~ \\~x\\~ \\*star\\*"
     if rc != 0 or want not in text:
         fail("md-emph: status %d, emphasis or strikethrough not escaped (want %r): %s" %
@@ -751,11 +746,7 @@ def damaged_cases(cmd, work, good):
         del f[P + "/rows/position"]
         f.create_dataset(P + "/rows/position", shape=(64,), dtype="<f8",
                          external=[(secret, 0, 64 * 8)])
-    p = variant("external-storage", ext_storage)
-    out = os.path.join(work, "out-external-storage")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    p, rc, so, se, text = report_of("external-storage", ext_storage)
     if rc < 0 or rc >= 128 or "OUTSIDE-SECRET" in text or \
             "stored outside the results file" not in text:
         fail("external storage: status %d, case not marked as stored outside: %s" %
@@ -836,11 +827,7 @@ def damaged_cases(cmd, work, good):
     def nonfinite(f):
         f[P + "/rows/entropy"][0, 0] = np.nan
         f[P + "/rows/lse"][-1, 1] = np.inf
-    p = variant("nonfinite", nonfinite)
-    out = os.path.join(work, "out-nonfinite")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    p, rc, so, se, text = report_of("nonfinite", nonfinite)
     with h5py.File(p, "r") as f:
         H = f[P + "/rows/entropy"][()]
     want = float(np.mean(H[np.isfinite(H)]))
@@ -858,11 +845,7 @@ def damaged_cases(cmd, work, good):
         del f[P + "/rows/position"]
         f.create_dataset(P + "/rows/position", shape=(1 << 28,), dtype="<f8",
                          chunks=(1 << 16,))
-    p = variant("huge-dims", huge)
-    out = os.path.join(work, "out-huge-dims")
-    rc, so, se = fresh(p, out)
-    md = os.path.join(out, "report.md")
-    text = open(md, encoding="utf-8", errors="replace").read() if os.path.exists(md) else ""
+    p, rc, so, se, text = report_of("huge-dims", huge)
     if rc < 0 or rc >= 128 or "more values than the file could hold" not in text:
         fail("huge dims: status %d, not refused: %s" % (rc, (so + se)[-500:]))
     print("ok   damaged cases: external links/storage refused, twins, NaN share, non-finite "
