@@ -220,8 +220,8 @@ double rb_overlap_block_c(int64_t units, const char *pk, const char *pv, int64_t
         const int64_t lend = u < units ? (u + 1) * lines / units : lines;
         const int64_t cend = u < units ? (u + 1) * chunks / units : chunks;
         for (; pk && l < lend; l++) {
-            __builtin_prefetch(pk + 64 * l, 0, 3);
-            __builtin_prefetch(pv + 64 * l, 0, 3);
+            __builtin_prefetch(pk + 64 * l, 0, 2);
+            __builtin_prefetch(pv + 64 * l, 0, 2);
         }
         for (; c < cend; c++)
             for (int j = 0; j < 16; j++)

@@ -372,7 +372,8 @@ double rb_triad_gbps(int threads, size_t bytes_per_array);
  * Three passes, each one warm-up then the best of 4: out[0] the arithmetic alone (the
  * reads going to the thread's first block, in cache), out[1] the stream alone (each
  * block summed, no FMA), out[2] both: a block's FMA units with, spread evenly between
- * them, the prefetches (PREFETCHT0) of the block two ahead and the reads of the block.
+ * them, the prefetches into L2 (PREFETCHT1, as the kernels' block cursor asks for its
+ * blocks: kernels/avx512/rb_pf.h) of the block two ahead and the reads of the block.
  * Seconds, wall time of all threads. out[2] against out[0] + out[1] is what the
  * machine overlaps; bytes / out[2] is about the stream rate a kernel doing that
  * arithmetic at out[0]'s rate (near the FMA peak) and no other work could reach.

@@ -64,8 +64,8 @@ double rb_overlap_block_avx2(int64_t units, const char *pk, const char *pv, int6
         const int64_t lend = u < units ? (u + 1) * lines / units : lines;
         const int64_t cend = u < units ? (u + 1) * chunks / units : chunks;
         for (; pk && l < lend; l++) {
-            _mm_prefetch(pk + 64 * l, _MM_HINT_T0);
-            _mm_prefetch(pv + 64 * l, _MM_HINT_T0);
+            _mm_prefetch(pk + 64 * l, _MM_HINT_T1);
+            _mm_prefetch(pv + 64 * l, _MM_HINT_T1);
         }
         for (; c < cend; c++) {
             s0 = _mm256_add_ps(s0, _mm256_add_ps(_mm256_loadu_ps(k + 16 * c),

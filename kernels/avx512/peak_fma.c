@@ -73,8 +73,8 @@ double rb_overlap_block_avx512(int64_t units, const char *pk, const char *pv, in
     }
 #define OV_PF_TO(end)                                                                     \
     for (; pk && l < (end); l++) {                                                        \
-        _mm_prefetch(pk + 64 * l, _MM_HINT_T0);                                           \
-        _mm_prefetch(pv + 64 * l, _MM_HINT_T0);                                           \
+        _mm_prefetch(pk + 64 * l, _MM_HINT_T1);                                           \
+        _mm_prefetch(pv + 64 * l, _MM_HINT_T1);                                           \
     }
     for (int64_t u = 0; u < units; u++) {
         for (int r = 0; r < 4; r++)

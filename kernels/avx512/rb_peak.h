@@ -43,7 +43,7 @@ double rb_attn_avx512_tiles(int64_t iters, float seed);
 
 /* rb_overlap_block_avx512: one block of rb_overlap_probe (kernels/peak.c) on the calling
  * thread: `units` units of the FMA probe's 12 chains (48 zmm FMAs, 1,536 FLOP each);
- * after unit u, the prefetches (PREFETCHT0) of lines up to (u + 1) * lines / units of
+ * after unit u, the prefetches (PREFETCHT1) of lines up to (u + 1) * lines / units of
  * pk and of pv (NULL: none) and the sums of the 32-float chunks of k and of v up to
  * (u + 1) * (n / 32) / units, so that both are spread evenly over the arithmetic (all
  * at once when units is 0). k and v 64-byte aligned, n a multiple of 32. Returns a
