@@ -352,6 +352,83 @@ cleanup:
     free(vab);
 }
 
+/* check_repeat_bits: a probe shape (rows at log-spaced positions, many key blocks) run
+ * eight times at 2, 3 and 4 threads by every fast variant gives the same bits every
+ * time. The fp32 and bf16 key-outer orders hand the last part of their schedule to
+ * whichever thread is free (run_key_outer's tail); with more threads than cores the
+ * threads take those pieces in a different order from run to run, and each piece must
+ * still be merged in its own place. Error metric: any differing byte of a row's state
+ * (m, l, u, acc), reported with the first such row. */
+static void check_repeat_bits(const rb_kernel_ops *ops, const int *ok)
+{
+    enum { NQ = 48, NK = 24000, D = 64, RUNS = 8 };
+    const size_t stride = RB_STATE_STRIDE(D), sbytes = (size_t)NQ * stride * sizeof(double);
+    float *q = malloc((size_t)NQ * D * sizeof *q), *k = malloc((size_t)NK * D * sizeof *k),
+          *v = malloc((size_t)NK * D * sizeof *v);
+    int64_t *qp = malloc(NQ * sizeof *qp), *kp = malloc(NK * sizeof *kp);
+    double *first = malloc(sbytes), *again = malloc(sbytes);
+    if (!q || !k || !v || !qp || !kp || !first || !again) {
+        printf("FAIL repeat bits: out of memory\n");
+        n_fail++;
+        goto cleanup;
+    }
+    for (size_t i = 0; i < (size_t)NQ * D; i++)
+        q[i] = (float)grand();
+    for (size_t i = 0; i < (size_t)NK * D; i++) {
+        k[i] = (float)grand();
+        v[i] = (float)grand();
+    }
+    for (int64_t j = 0; j < NK; j++)
+        kp[j] = j;
+    for (int64_t i = 0; i < NQ; i++) /* log-spaced in [0, NK - 1] */
+        qp[i] = (int64_t)llround(exp(log((double)NK) * (double)i / (NQ - 1))) - 1;
+    for (int vi = 0; vi < N_VARIANTS; vi++) {
+        if (!ok[vi] || strcmp(variants[vi].name, "ref") == 0)
+            continue;
+        for (int th = 2; th <= 4; th++) {
+            rb_kernels_set_threads(th);
+            int bad = 0;
+            for (int run = 0; run < RUNS && !bad; run++) {
+                double *st = run == 0 ? first : again;
+                rb_state_init(st, NQ, D);
+                const int rc = ops[vi].tile(q, qp, NQ, k, v, kp, NK, D, 0.125, st);
+                if (rc) {
+                    printf("FAIL repeat bits %s threads %d run %d: tile returned %d\n",
+                           variants[vi].name, th, run, rc);
+                    bad = 1;
+                    break;
+                }
+                for (int64_t r = 0; run > 0 && r < NQ && !bad; r++)
+                    for (size_t f = 0; f < stride && !bad; f++) { /* m, l, u, acc[0..D) */
+                        const double x = again[(size_t)r * stride + f],
+                                     y = first[(size_t)r * stride + f];
+                        if (memcmp(&x, &y, sizeof x) != 0) {
+                            printf("FAIL repeat bits %s d %d nq %d nk %d threads %d: run %d "
+                                   "differs from run 0 at row %lld (q_pos %lld), state word "
+                                   "%zu: %.17g against %.17g\n",
+                                   variants[vi].name, D, NQ, NK, th, run, (long long)r,
+                                   (long long)qp[r], f, x, y);
+                            bad = 1;
+                        }
+                    }
+            }
+            if (bad)
+                n_fail++;
+            else
+                n_pass++;
+        }
+    }
+    rb_kernels_set_threads(1);
+cleanup:
+    free(q);
+    free(k);
+    free(v);
+    free(qp);
+    free(kp);
+    free(first);
+    free(again);
+}
+
 /* The AVX-512 kernels score a pair (q, k) with the same bits whatever block of whatever
  * call the key falls in (d a multiple of 16: every block, short ones too, scored by the
  * in-place path), so that probe rows split over ranks agree with one rank to the
@@ -533,6 +610,7 @@ int main(void)
         run_case(&pr, ops, ok);
     }
     check_score_bits(ops, ok);
+    check_repeat_bits(ops, ok);
     for (int i = 0; i < N_VARIANTS; i++)
         if (ok[i])
             printf("%s: worst error / tolerance: lse %.3g, entropy %.3g, output %.3g\n",

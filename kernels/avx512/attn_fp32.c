@@ -46,6 +46,16 @@
  * block): the fp32 order's 32 (stream) + 32 (packing), not tuned on its own; a row's
  * VDPBF16PS work is about half an fp32 row's, and the conversion reads the whole block */
 #define KO_BF16_FIXED 64
+/* key-outer tail (run_key_outer, T > 1): the last KO_TAIL_PERMILLE / 1000 of the
+ * schedule's estimated cost is cut into ko_tail_pieces pieces that the threads take as
+ * they finish (KO_TAIL_PER_THREAD a thread, at most KO_TAIL_MAX, and no more double
+ * states than KO_TAIL_BYTES), each merged into a double state of its own, so that a
+ * thread slowed by its neighbour or its host does not hold the call back, and the bits
+ * do not depend on which thread took which piece */
+#define KO_TAIL_PERMILLE 200
+#define KO_TAIL_PER_THREAD 8
+#define KO_TAIL_MAX 64
+#define KO_TAIL_BYTES ((size_t)32 << 20)
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 _Static_assert(RG <= 2 * TR, "qk_block and pv_rows split a group into two tiles at most");
 /* query-outer order: at most this many packed K floats at once (larger nk in chunks) */
@@ -1367,17 +1377,26 @@ static int prof_class(int64_t nr)
 }
 
 /* run_key_outer: the probe order for few rows and many keys. The blocks are taken in
- * ko_schedule's order (sch: 3 * nkb + nq + 1 int64), which is split into one
- * contiguous piece per thread with equal estimated work (visible rows times keys, plus
- * the cost of streaming the block); each thread packs its blocks one at a time and runs
- * every sorted row against it, so K and V are read once for all rows, while it
- * prefetches the blocks after it in its piece (pf_sched_block: in proportion to the
- * block's arithmetic, at most KO_AHEAD blocks ahead). Each thread keeps the fp32 state
- * of all nq rows, merged every FLUSH_BLOCKS blocks (the rows that saw them) into a
- * double state of its own; those are merged into `state` afterwards in thread order
- * (deterministic: the schedule depends on the positions alone). */
+ * ko_schedule's order (sch: 3 * nkb + nq + 1 int64), which is split into contiguous
+ * pieces by estimated work (visible rows times keys, plus the cost of streaming the
+ * block; bound: T + ntail + 1 entries): one piece per thread over the first
+ * 1 - KO_TAIL_PERMILLE / 1000 of the work, then ntail equal pieces (none at T = 1) that
+ * the threads take as they finish their own, so that a thread slowed by the other or
+ * by its host ends no later than the rest (2 threads, 1M keys, 116 rows, the AMD host
+ * of 2026-12-03: the blocks' share of threads x wall 97-98 % against 90-96 % with
+ * static pieces alone). Each
+ * thread packs a piece's blocks one at a time and runs every sorted row against it, so
+ * K and V are read once for all rows, while it prefetches the blocks after it in the
+ * piece (pf_sched_block: in proportion to the block's arithmetic, at most KO_AHEAD
+ * blocks ahead). It keeps the fp32 state of all nq rows, merged every FLUSH_BLOCKS
+ * blocks and at each piece's end (the rows that saw them) into a double state: its own
+ * for its static piece, the piece's own for a tail piece (tail: ntail states of nq
+ * rows). Those are merged into `state` afterwards, the threads' in thread order and
+ * then the tail's in piece order, so the bits do not depend on which thread took which
+ * piece (the schedule depends on the positions alone). */
 static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *scr,
-                          size_t per_thread, int T, double *state)
+                          size_t per_thread, int T, double *tail, int64_t ntail,
+                          double *state)
 {
     rb_probe_profile *const prof = ko_prof;
     struct timespec call_w0 = {0, 0};
@@ -1395,10 +1414,10 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
      * (1M keys, 2 threads, blocks in position order): the two threads' times differ by
      * 2-8 % at 32, 128 and 512 log-spaced rows, against 9-21 % with the + 16 of before,
      * which ignored packing. */
-    int64_t total = 0;
+    int64_t total = 0, stat = 0;
+    const int64_t P = T + ntail; /* pieces: T static, then the tail */
     for (int pass = 0; pass < 2; pass++) {
-        int64_t run = 0;
-        int t = 1;
+        int64_t run = 0, t = 1;
         bound[0] = 0;
         for (int64_t j = 0; j < nvis; j++) {
             const int64_t b = ord[j], c0 = b * BC, nr = nrb[b];
@@ -1406,15 +1425,18 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
             run += (nr + (c->q2 ? KO_BF16_FIXED : 32 + (block_inplace_ok(c->d, cnt) ? 0 : 32))) *
                    (int64_t)cnt;
             if (pass == 1)
-                while (t < T && run * T >= total * t)
+                while (t < P && run >= (t <= T ? stat * t / T
+                                                : stat + (total - stat) * (t - T) / ntail))
                     bound[t++] = j + 1;
         }
         if (pass == 1)
-            while (t <= T)
+            while (t <= P)
                 bound[t++] = nvis;
         total = run;
+        stat = ntail > 0 ? total - total * KO_TAIL_PERMILLE / 1000 : total;
     }
     int used = 1;
+    int64_t tail_next = 0; /* the next tail piece to take */
 #pragma omp parallel num_threads(T)
     {
         const int tid = rb_omp_tid(), nth = rb_omp_team();
@@ -1434,14 +1456,32 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         memset(&mine, 0, sizeof mine);
         int nb = 0;               /* blocks since the last flush, */
         int64_t fmin = INT64_MAX; /* and their lowest key position */
-        /* whole blocks read K (and V when aligned) in place (block_inplace_ok) */
-        for (int part = tid; part < T; part += nth) {
-            const int64_t j1 = bound[part + 1];
+        /* whole blocks read K (and V when aligned) in place (block_inplace_ok); the static
+         * pieces tid, tid + nth, ... < T into ds, then tail pieces as they come, each
+         * into its own double state */
+        for (int64_t part = tid;;) {
+            int64_t p;
+            double *dst;
+            if (part < T) {
+                p = part;
+                dst = ds;
+                part += nth;
+            } else {
+                int64_t k;
+#pragma omp atomic capture
+                k = tail_next++;
+                if (k >= ntail)
+                    break;
+                p = T + k;
+                dst = tail + (size_t)k * ((size_t)c->nq * RB_STATE_STRIDE(c->d));
+                rb_state_init(dst, c->nq, c->d);
+            }
+            const int64_t j1 = bound[p + 1];
             rb_pf pf;
-            pf_sched_start(&pf, ord, bound[part], j1, (const char *)c->k, (const char *)c->v,
+            pf_sched_start(&pf, ord, bound[p], j1, (const char *)c->k, (const char *)c->v,
                            (size_t)BC * (size_t)c->d * sizeof(float), blines, nwhole);
             int64_t consumed = 0; /* lines of this piece's blocks up to the current one */
-            for (int64_t jj = bound[part]; jj < j1; jj++) {
+            for (int64_t jj = bound[p]; jj < j1; jj++) {
                 const int64_t b = ord[jj], c0 = b * BC, nr = nrb[b];
                 const int cnt = (int)(c->nk - c0 < BC ? c->nk - c0 : BC);
                 const uint64_t blk_t0 = prof ? __rdtsc() : 0;
@@ -1491,17 +1531,15 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                     mine.pairs[cl] += nr * cnt;
                 }
                 fmin = blk.kmin < fmin ? blk.kmin : fmin;
-                if (++nb == FLUSH_BLOCKS) {
+                if (++nb == FLUSH_BLOCKS || jj + 1 == j1) { /* and at each piece's end */
                     const int64_t i0 = rows_lower_bound(c->rows, 0, c->nq, fmin);
-                    rows32_merge(c, &st, i0, c->nq, 0, ds);
+                    rows32_merge(c, &st, i0, c->nq, 0, dst);
                     rows32_reset_range(&st, i0, c->nq);
                     nb = 0;
                     fmin = INT64_MAX;
                 }
             }
         }
-        if (nb)
-            rows32_merge(c, &st, rows_lower_bound(c->rows, 0, c->nq, fmin), c->nq, 0, ds);
         if (prof) {
 #pragma omp critical(rb_probe_profile)
             for (int cl = 0; cl < RB_PROF_CLASSES; cl++) {
@@ -1518,6 +1556,9 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
     for (int t = 0; t < used; t++)
         rb_state_merge(state, (const double *)(scr + (size_t)t * per_thread + ko_ds_offset(c)),
                        c->nq, c->d);
+    for (int64_t k = 0; k < ntail; k++) /* in piece order, whoever took them */
+        rb_state_merge(state, tail + (size_t)k * ((size_t)c->nq * RB_STATE_STRIDE(c->d)), c->nq,
+                       c->d);
     if (prof) {
         prof->call_ticks += __rdtsc() - call_t0;
         struct timespec w1;
@@ -1557,6 +1598,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     float *kt = NULL, *vt = NULL;
     int64_t *kp = NULL, *bound = NULL, *sch = NULL;
     uint32_t *q2 = NULL;
+    double *tail = NULL;
     rb_kblock *kb = NULL;
     rb_qcost *qc = NULL;
     if (!rows) {
@@ -1593,15 +1635,21 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
         c.q2 = q2;
     }
     if (key_outer) {
-        const size_t per_thread =
-            ko_ds_offset(&c) + round64((size_t)nq * RB_STATE_STRIDE(d) * sizeof(double));
+        const size_t sbytes = (size_t)nq * RB_STATE_STRIDE(d) * sizeof(double);
+        const size_t per_thread = ko_ds_offset(&c) + round64(sbytes);
+        int64_t ntail = T > 1 ? (int64_t)KO_TAIL_PER_THREAD * T : 0;
+        if (ntail > KO_TAIL_MAX)
+            ntail = KO_TAIL_MAX;
+        if ((size_t)ntail > KO_TAIL_BYTES / sbytes)
+            ntail = (int64_t)(KO_TAIL_BYTES / sbytes);
         scr = aligned_alloc(64, per_thread * (size_t)T);
-        bound = malloc(((size_t)T + 1) * sizeof *bound);
+        tail = ntail > 0 ? malloc((size_t)ntail * sbytes) : NULL;
+        bound = malloc(((size_t)T + (size_t)ntail + 1) * sizeof *bound);
         sch = malloc((3 * (size_t)((nk + BC - 1) / BC) + (size_t)nq + 1) * sizeof *sch);
-        if (!scr || !bound || !sch)
+        if (!scr || !bound || !sch || (ntail > 0 && !tail))
             rc = RB_ENOMEM;
         else
-            run_key_outer(&c, bound, sch, scr, per_thread, T, state);
+            run_key_outer(&c, bound, sch, scr, per_thread, T, tail, ntail, state);
         goto cleanup;
     }
 
@@ -1637,6 +1685,7 @@ cleanup:
     free(kp);
     free(bound);
     free(sch);
+    free(tail);
     free(kb);
     free(qc);
     return rc;
