@@ -47,14 +47,16 @@
  * VDPBF16PS work is about half an fp32 row's, and the conversion reads the whole block */
 #define KO_BF16_FIXED 64
 /* key-outer tail (run_key_outer, T > 1): the last KO_TAIL_PERMILLE / 1000 of the
- * schedule's estimated cost is cut into ko_tail_pieces pieces that the threads take as
- * they finish (KO_TAIL_PER_THREAD a thread, at most KO_TAIL_MAX, and no more double
- * states than KO_TAIL_BYTES), each merged into a double state of its own, so that a
- * thread slowed by its neighbour or its host does not hold the call back, and the bits
- * do not depend on which thread took which piece */
+ * schedule's estimated cost is cut into pieces that the threads take as they finish
+ * (KO_TAIL_PER_THREAD a thread, but at most KO_TAIL_MAX, one per KO_TAIL_MIN_BLOCKS
+ * key blocks of the call, and as many double states of nq rows as fit KO_TAIL_BYTES;
+ * none when that leaves fewer than 2), each merged into a double state of its own, so
+ * that a thread slowed by its neighbour or its host does not hold the call back, and
+ * the bits do not depend on which thread took which piece */
 #define KO_TAIL_PERMILLE 200
 #define KO_TAIL_PER_THREAD 8
 #define KO_TAIL_MAX 64
+#define KO_TAIL_MIN_BLOCKS 16
 #define KO_TAIL_BYTES ((size_t)32 << 20)
 _Static_assert(BR <= KO_ROWS, "block_rows_run's group mask");
 _Static_assert(RG <= 2 * TR, "qk_block and pv_rows split a group into two tiles at most");
@@ -1320,7 +1322,8 @@ static size_t ko_ds_offset(const rb_call *c)
  * modelled prefetch lead is short, else one with few (little arithmetic, a whole block
  * to stream), so that the blocks a few rows see, which leave the FMA units idle while
  * their keys arrive, come between blocks that keep them busy and that prefetch them
- * (pf_sched_block), and every contiguous piece of the schedule (a thread's share) has
+ * (pf_sched_block), and every contiguous piece of the schedule (a thread's static
+ * share; the tail pieces of run_key_outer, where the two ends meet, less so) has
  * the same mix of both. The lead is modelled as run_key_outer paces it: a block adds
  * nr * cnt * (d / 16) / KO_KAPPA lines (at most KO_AHEAD blocks' worth) and uses its
  * own blines. */
@@ -1640,8 +1643,12 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
         int64_t ntail = T > 1 ? (int64_t)KO_TAIL_PER_THREAD * T : 0;
         if (ntail > KO_TAIL_MAX)
             ntail = KO_TAIL_MAX;
+        if (ntail > (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS)
+            ntail = (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS;
         if ((size_t)ntail > KO_TAIL_BYTES / sbytes)
             ntail = (int64_t)(KO_TAIL_BYTES / sbytes);
+        if (ntail < 2) /* one piece would only move the static pieces' end */
+            ntail = 0;
         scr = aligned_alloc(64, per_thread * (size_t)T);
         tail = ntail > 0 ? malloc((size_t)ntail * sbytes) : NULL;
         bound = malloc(((size_t)T + (size_t)ntail + 1) * sizeof *bound);

@@ -11,8 +11,8 @@
  * score in base-2 units (Cephes' exp2f polynomial, < 1 ulp on the range used, see
  * exp2_512 in attn_fp32.c), row max and entropy sum kept in base 2 until the merge;
  * the fp32 state of each query row is merged into double (rb_state_merge semantics)
- * every 64 key blocks (4096 keys, whether or not the row saw them all) and at the end
- * of the call, so that no fp32 sum runs over more than 256 terms per lane whatever nk
+ * every 64 key blocks (4096 keys, whether or not the row saw them all), at the end of
+ * each piece of the key-outer order's thread split and at the end of the call, so that no fp32 sum runs over more than 256 terms per lane whatever nk
  * is. Query rows are split over OpenMP threads by equal
  * visible work (causal), not equal row counts. Needs AVX-512F/BW/VL/DQ + OS ZMM state.
  * v may be NULL: no V is packed or read and no PV computed; m, l, u come out bit for
