@@ -120,17 +120,43 @@ static void external_name(const char *path, hid_t dset, const char *ename, char 
     }
 }
 
-/* "float32", "int32", "uint8", "string", ... for a message. */
+/* float_fields: whether `type`'s float layout could be read (sign, exponent and
+ * mantissa sizes, exponent bias), into *e, *m, *bias; and whether it is IEEE-like
+ * (*ieee: bias 2^(e-1) - 1 and an implied leading mantissa bit). */
+static int float_fields(hid_t type, size_t *e, size_t *m, size_t *bias, int *ieee)
+{
+    size_t spos = 0, epos = 0, mpos = 0;
+    if (H5Tget_fields(type, &spos, &epos, e, &mpos, m) < 0 || *e < 1 || *e > 32)
+        return 0;
+    *bias = H5Tget_ebias(type);
+    *ieee = *bias == ((size_t)1 << (*e - 1)) - 1 && H5Tget_norm(type) == H5T_NORM_IMPLIED;
+    return 1;
+}
+
+/* "float32", "int32", "uint8", "string", ... for a message; a float type that is not
+ * float16, bfloat16, float32 or float64 by its fields, by its fields ("a 4-byte float
+ * with 11 exponent bits (bias 1023) and 20 mantissa bits"). */
 static void type_name(hid_t type, char *buf, size_t len)
 {
     H5T_class_t c = H5Tget_class(type);
-    size_t bits = H5Tget_size(type) * 8;
+    size_t bits = H5Tget_size(type) * 8, e = 0, m = 0, bias = 0;
+    int ieee = 0;
+    if (c == H5T_FLOAT && float_fields(type, &e, &m, &bias, &ieee) &&
+        !(ieee && ((bits == 16 && e == 5 && m == 10) || (bits == 16 && e == 8 && m == 7) ||
+                   (bits == 32 && e == 8 && m == 23) || (bits == 64 && e == 11 && m == 52)))) {
+        snprintf(buf, len, "a %zu-byte float with %zu exponent bits (bias %zu%s) and %zu "
+                           "mantissa bits", bits / 8, e, bias,
+                 H5Tget_norm(type) == H5T_NORM_IMPLIED ? "" : ", no implied leading bit", m);
+        return;
+    }
     switch (c) {
     case H5T_INTEGER:
         snprintf(buf, len, "%s%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int",
                  bits);
         break;
-    case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
+    case H5T_FLOAT:
+        snprintf(buf, len, bits == 16 && e == 8 ? "bfloat16" : "float%zu", bits);
+        break;
     case H5T_STRING: snprintf(buf, len, "string"); break;
     case H5T_COMPOUND: snprintf(buf, len, "compound"); break;
     case H5T_ENUM: snprintf(buf, len, "enum"); break;
@@ -171,7 +197,7 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     const char *name = tensor_names[t], *p = s->path;
     hid_t space = H5I_INVALID_HID, type = H5I_INVALID_HID;
     hsize_t dims[H5S_MAX_RANK];
-    char tn[64];
+    char tn[128];
     int rc = RB_OK;
     if (H5Lexists(s->file, name, H5P_DEFAULT) <= 0) {
         rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
@@ -249,12 +275,15 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
                                                                       : "scalar");
         goto cleanup;
     }
-    size_t size = H5Tget_size(type);
-    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
-    /* a float HDF5 converts to float32 exactly: at most float's 8 exponent and 23
-     * mantissa bits (float16, bfloat16, float32 in either byte order); a 4-byte type
-     * with a wider exponent would turn finite values into inf or 0 */
-    const int narrow = H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0 &&
+    size_t size = H5Tget_size(type), esize = 0, msize = 0, ebias = 0;
+    int ieee = 0;
+    /* a float HDF5 converts to float32 exactly: IEEE-like (bias 2^(e-1) - 1, implied
+     * leading bit) with at most float's 8 exponent and 23 mantissa bits (float16,
+     * bfloat16, float32 in either byte order), whose every value, subnormals included,
+     * float32 holds; a wider exponent, or another bias, would turn finite values into
+     * inf or 0 */
+    const int narrow = H5Tget_class(type) == H5T_FLOAT &&
+                       float_fields(type, &esize, &msize, &ebias, &ieee) && ieee &&
                        esize <= 8 && msize <= 23;
     if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2) || !narrow) {
         type_name(type, tn, sizeof tn);

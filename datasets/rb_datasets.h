@@ -132,7 +132,9 @@ int rb_dataset_open(rb_dataset_source **src, const rb_dataset *ds, MPI_Comm comm
  * file, the rows of the file converted to float (float16 exactly). Collective for
  * file: every rank calls it with the same (t, head), each with its own positions (n may
  * be 0; any order, repeats allowed); each rank reads only its rows. Errors (the same
- * code on every rank): head or a position outside what open checked: RB_EINVAL; a read
+ * code on every rank): for file, head or a position outside what open checked:
+ * RB_EINVAL (the generated kinds check neither: any head and position >= 0 give
+ * their rows); a read
  * failure: RB_EIO; a value that is not finite or beyond 1e15 in magnitude: RB_EFORMAT,
  * naming the first such value by [head][position][dim]; no memory: RB_ENOMEM. */
 int rb_dataset_read(rb_dataset_source *src, rb_tensor t, int head, const int64_t *pos,

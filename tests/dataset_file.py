@@ -162,6 +162,14 @@ def make(d):
         t.set_ebias(1023)
         sp = h5py.h5s.create_simple((H, S, D))
         h5py.h5d.create(f.id, b"k", t, sp)
+    # float32's fields with exponent bias 100 instead of 127: converting would scale
+    # every value by 2^27 (large ones to inf); refused, named by its fields
+    write(f"{d}/odd_bias.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/odd_bias.h5", "a") as f:
+        t = h5py.h5t.IEEE_F32LE.copy()
+        t.set_ebias(100)
+        sp = h5py.h5s.create_simple((H, S, D))
+        h5py.h5d.create(f.id, b"k", t, sp)
     # k with a null dataspace (h5py.Empty): named as empty, not as a scalar
     write(f"{d}/null_k.h5", {}, skip=("k",))
     with h5py.File(f"{d}/null_k.h5", "a") as f:

@@ -47,8 +47,11 @@ rb_file_error(null_k "null_k.h5: dataset k has rank 0 \\(shape empty: no data\\)
   ${_run} --set file.path=${RB_DF_WORK}/null_k.h5)
 rb_file_error(int32 "int32.h5: dataset k has type int32, expected float32 or float16"
   ${_run} --set file.path=${RB_DF_WORK}/int32.h5)
-rb_file_error(wide_exponent "wide_exp.h5: dataset k has type .*, expected float32 or float16"
+rb_file_error(wide_exponent "wide_exp.h5: dataset k has type a 4-byte float with 11 exponent bits \\(bias 1023\\) and 20 mantissa bits, expected float32 or float16"
   ${_run} --set file.path=${RB_DF_WORK}/wide_exp.h5)
+# float32's field sizes with another exponent bias: its values are 2^27 times float32's
+rb_file_error(odd_bias "odd_bias.h5: dataset k has type a 4-byte float with 8 exponent bits \\(bias 100\\) and 23 mantissa bits, expected float32 or float16"
+  ${_run} --set file.path=${RB_DF_WORK}/odd_bias.h5)
 rb_file_error(short "short.h5: dataset k has shape \\[3\\]\\[100\\]\\[32\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
   ${_run} --set file.path=${RB_DF_WORK}/short.h5)
 rb_file_error(small_head_dim "small_d.h5: dataset k has shape \\[3\\]\\[500\\]\\[16\\], expected \\[>=2\\]\\[>=480\\]\\[32\\]"
