@@ -5,7 +5,8 @@
 # hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
 # a single-threaded OpenBLAS pool (the kernels thread with OpenMP), and --quiet, so that
 # a rank's one-line error is not followed by Open MPI's banners about the exit status
-# (the status itself is passed on).
+# (the status itself is passed on). Those flags are Open MPI's: another mpirun (MPICH's,
+# say, where update-alternatives points mpirun at it) gets none of them, only -n.
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -24,10 +25,17 @@ if ! command -v "$1" >/dev/null 2>&1; then
   echo "mpirun.sh: '$1': no such program (build it first, or give its path)" >&2
   exit 2
 fi
-flags=(--quiet)
-[ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
-flags+=(--oversubscribe)
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "mpirun.sh: no mpirun on PATH (scripts/setup.sh installs Open MPI)" >&2
+  exit 2
+fi
+flags=()
+if mpirun --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
+  flags=(--quiet)
+  [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+  flags+=(--oversubscribe)
+fi
 export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-exec mpirun "${flags[@]}" -n "$n" "$@"
+exec mpirun ${flags[@]+"${flags[@]}"} -n "$n" "$@"
