@@ -1430,6 +1430,14 @@ double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nra
     double P = (double)max_probe_rows(c);
     double bytes = H * 2 * n * d * 4 + n * d * 4 + H * P * d * 4 * 2 + 2 * P * st + n * 8 * 2 +
                    H * P * 16 + bf16_pack;
+    /* the AVX-512 key-outer order's scratch (kernels/avx512/attn_fp32.c): per thread the
+     * fp32 state and one block's scores of every row and a double state (~P (d + 64 + 2d
+     * + 24) * 4 bytes), and with 2+ threads up to 8 tail double states a thread (at most
+     * 64, and 32 MiB) */
+    const double Tk = c->threads > 0 ? c->threads : (double)rb_kernels_threads();
+    bytes += (Tk > 0 ? Tk : 1) * P * ((d + 64 + 32) * 4 + st);
+    if (Tk > 1)
+        bytes += fmin(fmin(8 * Tk, 64) * P * st, 33554432.0);
     if (c->metrics_enabled) {
         /* the accumulators' per-thread scratch (kernels/ref/metrics_probe.c): each
          * row's run and weighted key sums kept across blocks while P * rot <= 4M, and
