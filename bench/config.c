@@ -1432,8 +1432,9 @@ double rb_config_case_bytes(const rb_config *c, rb_mode mode, int64_t L, int nra
                    H * P * 16 + bf16_pack;
     /* the AVX-512 key-outer order's scratch (kernels/avx512/attn_fp32.c): per thread the
      * fp32 state and one block's scores of every row and a double state (~P (d + 64 + 2d
-     * + 24) * 4 bytes), and with 2+ threads up to 8 tail double states a thread (at most
-     * 64, and 32 MiB) */
+     * + 24) * 4 bytes), and with 2+ threads at most the tail double states that
+     * ko_tail_pieces allows there (8 a thread, at most 64, and 32 MiB; an upper bound,
+     * since it also caps them by the call's key blocks) */
     const double Tk = c->threads > 0 ? c->threads : (double)rb_kernels_threads();
     bytes += (Tk > 0 ? Tk : 1) * P * ((d + 64 + 32) * 4 + st);
     if (Tk > 1)

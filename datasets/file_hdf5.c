@@ -285,7 +285,7 @@ static int check_dataset(rb_dataset_source *s, int t, char *msg)
     const int narrow = H5Tget_class(type) == H5T_FLOAT &&
                        float_fields(type, &esize, &msize, &ebias, &ieee) && ieee &&
                        esize <= 8 && msize <= 23;
-    if (H5Tget_class(type) != H5T_FLOAT || (size != 4 && size != 2) || !narrow) {
+    if ((size != 4 && size != 2) || !narrow) {
         type_name(type, tn, sizeof tn);
         rc = rb_errf(msg, MSG_LEN, RB_EFORMAT,
                      "%s: dataset %s has type %s, expected float32 or float16", p, name,

@@ -1397,10 +1397,25 @@ static int prof_class(int64_t nr)
  * rows). Those are merged into `state` afterwards, the threads' in thread order and
  * then the tail's in piece order, so the bits do not depend on which thread took which
  * piece (the schedule depends on the positions alone). */
+/* ko_tail_pieces: how many tail pieces run_key_outer gets for T threads, nk keys and
+ * double states of sbytes each (the limits of KO_TAIL_PERMILLE's comment). */
+static int64_t ko_tail_pieces(int T, int64_t nk, size_t sbytes)
+{
+    int64_t n = T > 1 ? (int64_t)KO_TAIL_PER_THREAD * T : 0;
+    if (n > KO_TAIL_MAX)
+        n = KO_TAIL_MAX;
+    if (n > (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS)
+        n = (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS;
+    if ((size_t)n > KO_TAIL_BYTES / sbytes)
+        n = (int64_t)(KO_TAIL_BYTES / sbytes);
+    return n < 2 ? 0 : n; /* one piece would only move the static pieces' end */
+}
+
 static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *scr,
                           size_t per_thread, int T, double *tail, int64_t ntail,
                           double *state)
 {
+    const size_t tstride = (size_t)c->nq * RB_STATE_STRIDE(c->d); /* a tail piece's doubles */
     rb_probe_profile *const prof = ko_prof;
     struct timespec call_w0 = {0, 0};
     if (prof)
@@ -1476,7 +1491,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
                 if (k >= ntail)
                     break;
                 p = T + k;
-                dst = tail + (size_t)k * ((size_t)c->nq * RB_STATE_STRIDE(c->d));
+                dst = tail + (size_t)k * tstride;
                 rb_state_init(dst, c->nq, c->d);
             }
             const int64_t j1 = bound[p + 1];
@@ -1560,8 +1575,7 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
         rb_state_merge(state, (const double *)(scr + (size_t)t * per_thread + ko_ds_offset(c)),
                        c->nq, c->d);
     for (int64_t k = 0; k < ntail; k++) /* in piece order, whoever took them */
-        rb_state_merge(state, tail + (size_t)k * ((size_t)c->nq * RB_STATE_STRIDE(c->d)), c->nq,
-                       c->d);
+        rb_state_merge(state, tail + (size_t)k * tstride, c->nq, c->d);
     if (prof) {
         prof->call_ticks += __rdtsc() - call_t0;
         struct timespec w1;
@@ -1640,15 +1654,7 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     if (key_outer) {
         const size_t sbytes = (size_t)nq * RB_STATE_STRIDE(d) * sizeof(double);
         const size_t per_thread = ko_ds_offset(&c) + round64(sbytes);
-        int64_t ntail = T > 1 ? (int64_t)KO_TAIL_PER_THREAD * T : 0;
-        if (ntail > KO_TAIL_MAX)
-            ntail = KO_TAIL_MAX;
-        if (ntail > (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS)
-            ntail = (nk + BC - 1) / BC / KO_TAIL_MIN_BLOCKS;
-        if ((size_t)ntail > KO_TAIL_BYTES / sbytes)
-            ntail = (int64_t)(KO_TAIL_BYTES / sbytes);
-        if (ntail < 2) /* one piece would only move the static pieces' end */
-            ntail = 0;
+        const int64_t ntail = ko_tail_pieces(T, nk, sbytes);
         scr = aligned_alloc(64, per_thread * (size_t)T);
         tail = ntail > 0 ? malloc((size_t)ntail * sbytes) : NULL;
         bound = malloc(((size_t)T + (size_t)ntail + 1) * sizeof *bound);
