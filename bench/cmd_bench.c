@@ -24,6 +24,8 @@
 #define ROWS_INITIAL 64
 #define MAX_SHAPES 4
 #define REP_BUDGET_S 10.0 /* without --reps: repetitions of a row stop at about this */
+#define MIN_REP_S 0.01    /* --min-rep-time's default: a repetition of calls lasts this */
+#define MAX_CALLS (1 << 20) /* calls in one repetition, at most */
 
 static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
 enum { N_KNOWN = 4 };
@@ -32,6 +34,7 @@ typedef struct {
     int quick;
     const char *json, *out;
     int reps, reps_given, warmup;
+    double min_rep_s; /* --min-rep-time: shorter calls are timed several to a repetition */
     int n_kernels;
     rb_kernel_ops kernels[MAX_KERNELS];
     int n_threads;
@@ -60,6 +63,7 @@ typedef struct {
     int64_t n_rows;     /* query rows (causal L, probe count) or rotated rows */
     int causal;
     int threads, reps, warmup;
+    int64_t calls;       /* calls timed together in each repetition (measure) */
     double median_s, min_s, max_s, cv;
     double gflops, gbps; /* gbps NAN where it does not apply */
     double peak_gflops, triad_gbps, fraction;
@@ -118,6 +122,9 @@ static void bench_usage(FILE *f)
             "                         where 5 would take over %.0f s; --quick: 1)\n"
             "      --warmup N         untimed calls before the repetitions (default 1;\n"
             "                         --quick: 0)\n"
+            "      --min-rep-time S   time calls shorter than S seconds several to a\n"
+            "                         repetition, so that one lasts about S (default %.2f;\n"
+            "                         0..1; 0 or --warmup 0: one call per repetition)\n"
             "      --kernels a,b      kernels to measure (ref, blas, avx512, avx512_bf16;\n"
             "                         default: every one built and supported here)\n"
             "      --threads LIST     thread counts, integers or 'all' (default 1,all)\n"
@@ -131,7 +138,7 @@ static void bench_usage(FILE *f)
             "only (as --kernels K would; both must agree); ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
             "(and the triad's) off transparent huge pages; ROPEBENCH_BF16_AMX=0 keeps the\n"
             "avx512_bf16 kernel off AMX tiles where the CPU has them.\n",
-            REP_BUDGET_S);
+            REP_BUDGET_S, MIN_REP_S);
 }
 
 /* Parse a positive (or, with allow_zero, non-negative) integer option value, written
@@ -299,6 +306,25 @@ static int parse_only(const char *s, bench_opts *o)
     return 0;
 }
 
+/* parse_seconds: a decimal number of seconds in [0, max] (digits, an optional point
+ * and fraction; no sign, exponent or space), into *v. */
+static int parse_seconds(const char *opt, const char *s, double max, double *v)
+{
+    const char *p = s;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+    const double x = digits && !*p ? strtod(s, NULL) : -1;
+    if (!(x >= 0 && x <= max)) {
+        fprintf(stderr, "ropebench: bench: %s '%s': not a number of seconds in [0, %g]\n", opt,
+                RB_ESC(s), max);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
 /* --head-dims / --lengths: up to MAX_SHAPES integers in [lo, hi] (head_dims even). */
 static int parse_shape_list(const char *opt, const char *s, int64_t lo, int64_t hi, int even,
                             int64_t *out, int *n)
@@ -343,35 +369,71 @@ typedef struct {
     int (*call)(void *ctx);
 } bench_fn;
 
-/* Fill median/min/max/cv/reps/warmup of row. Without --reps, a row whose first call is
- * long gets fewer repetitions (at least one) so it stays near REP_BUDGET_S. */
+/* calls_batch: prepare once (untimed), then k calls; the seconds the k calls took, or
+ * -1 when one failed (RB_ENOMEM). */
+static double calls_batch(const bench_fn *f, int64_t k)
+{
+    if (f->prepare) f->prepare(f->ctx);
+    const double t0 = now_s();
+    for (int64_t i = 0; i < k; i++)
+        if (f->call(f->ctx)) return -1;
+    return now_s() - t0;
+}
+
+/* measure: fill median/min/max/cv/reps/warmup/calls of row, the times per call.
+ * Warm-up calls first (untimed). Then, as Google Benchmark sizes its iterations, a call
+ * shorter than o->min_rep_s is timed k at a time: k grows (untimed batches, counted in
+ * row->warmup) until k calls take at least 0.9 x min_rep_s or k reaches MAX_CALLS, and
+ * each repetition is then k calls after one prepare, its time divided by k, so that a
+ * repetition of microsecond calls is not a single clock reading's worth. The calls of a
+ * batch merge into the state the earlier ones left, as a ring's steps do; the
+ * prepare (a fresh state) stays untimed. Without a warm-up (--warmup 0, --quick) no
+ * call is timed warm, so none is batched: k = 1. Without --reps, a row whose
+ * repetition is long gets fewer repetitions (at least one) so it stays near
+ * REP_BUDGET_S. */
 static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
 {
     double t_est = -1, ts[64];
     int warm = o->warmup;
     for (int i = 0; i < warm; i++) {
-        if (f->prepare) f->prepare(f->ctx);
-        double t0 = now_s();
-        if (f->call(f->ctx)) return RB_ENOMEM;
-        t_est = now_s() - t0;
+        const double t = calls_batch(f, 1);
+        if (t < 0) return RB_ENOMEM;
+        t_est = t;
         if (!o->reps_given && t_est > 1.0) { /* long rows: one warm-up is enough */
             warm = i + 1;
             break;
         }
     }
+    int64_t k = 1;
+    if (warm > 0 && o->min_rep_s > 0) {
+        for (double per = t_est;;) { /* per: seconds per call, as last measured */
+            const double want = per > 0 ? ceil(o->min_rep_s / per) : (double)MAX_CALLS;
+            const int64_t next = want >= MAX_CALLS ? MAX_CALLS : (int64_t)want;
+            if (next <= k)
+                break;
+            k = next;
+            const double t = calls_batch(f, k);
+            if (t < 0) return RB_ENOMEM;
+            warm += (int)k;
+            per = t / (double)k;
+            if (t >= 0.9 * o->min_rep_s || k == MAX_CALLS)
+                break;
+        }
+    }
     int reps = o->reps > 64 ? 64 : o->reps;
     for (int i = 0; i < reps; i++) {
-        /* without --reps, a row whose call is long gets fewer repetitions (at least
-         * one): estimated from the warm-up, or without one from the first repetition */
+        /* without --reps, a row whose repetition is long gets fewer (at least one):
+         * estimated from the warm-up, or without one from the first repetition */
         if (!o->reps_given && (i == 0 || (i == 1 && warm == 0)) && t_est > 0 &&
-            t_est * reps > REP_BUDGET_S)
-            reps = (int)(REP_BUDGET_S / t_est) > i ? (int)(REP_BUDGET_S / t_est) : (i ? i : 1);
+            t_est * (double)k * reps > REP_BUDGET_S) {
+            const int fit = (int)(REP_BUDGET_S / (t_est * (double)k));
+            reps = fit > i ? fit : (i ? i : 1);
+        }
         if (i >= reps)
             break;
-        if (f->prepare) f->prepare(f->ctx);
-        double t0 = now_s();
-        if (f->call(f->ctx)) return RB_ENOMEM;
-        ts[i] = now_s() - t0;
+        const double t = calls_batch(f, k);
+        if (t < 0) return RB_ENOMEM;
+        ts[i] = t / (double)k;
         if (i == 0 && warm == 0)
             t_est = ts[0];
     }
@@ -381,6 +443,7 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
     qsort(ts, (size_t)reps, sizeof *ts, cmp_dbl);
     row->reps = reps;
     row->warmup = warm;
+    row->calls = k;
     row->min_s = ts[0];
     row->max_s = ts[reps - 1];
     row->median_s = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
@@ -476,9 +539,10 @@ static void progress(const bench_opts *o, int i, int n, const bench_row *r)
 
 static void print_table(FILE *f, const bench_row *rows, int n)
 {
-    fprintf(f, "# %-11s %-5s %-6s %4s %8s %7s %4s %11s %11s %11s %6s %10s %8s %12s %11s %8s\n",
-            "kernel", "dtype", "bench", "d", "L[tok]", "threads", "reps", "median[s]", "min[s]",
-            "max[s]", "cv[%]", "GFLOP/s", "GB/s", "peak[GF/s]", "triad[GB/s]", "frac");
+    fprintf(f, "# %-11s %-5s %-6s %4s %8s %7s %4s %7s %11s %11s %11s %6s %10s %8s %12s %11s "
+               "%8s\n",
+            "kernel", "dtype", "bench", "d", "L[tok]", "threads", "reps", "calls", "median[s]",
+            "min[s]", "max[s]", "cv[%]", "GFLOP/s", "GB/s", "peak[GF/s]", "triad[GB/s]", "frac");
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         char gb[16], cv[16];
@@ -487,10 +551,10 @@ static void print_table(FILE *f, const bench_row *rows, int n)
         if (isnan(r->cv)) snprintf(cv, sizeof cv, "-");
         else snprintf(cv, sizeof cv, "%.2f", 100 * r->cv);
         /* seconds in 5 significant digits (a row of a few microseconds read 0.00000) */
-        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %11.5g %11.5g %11.5g %6s %10.2f %8s "
-                   "%12.1f %11.2f %8.3f\n",
+        fprintf(f, "  %-11s %-5s %-6s %4d %8lld %7d %4d %7lld %11.5g %11.5g %11.5g %6s %10.2f "
+                   "%8s %12.1f %11.2f %8.3f\n",
                 r->kernel, r->dtype, r->bench, r->head_dim, (long long)r->seq_len, r->threads,
-                r->reps, r->median_s, r->min_s, r->max_s, cv, r->gflops, gb,
+                r->reps, (long long)r->calls, r->median_s, r->min_s, r->max_s, cv, r->gflops, gb,
                 r->peak_gflops, r->triad_gbps, r->fraction);
     }
 }
@@ -581,10 +645,10 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         fprintf(f, "  {\"kernel\": \"%s\", \"kernel_detail\": \"%s\", \"dtype\": \"%s\", "
                    "\"bench\": \"%s\", "
                    "\"head_dim\": %d, \"seq_len\": %lld, \"n_rows\": %lld, \"causal\": %s, "
-                   "\"threads\": %d, \"reps\": %d, \"warmup\": %d, ",
+                   "\"threads\": %d, \"reps\": %d, \"warmup\": %d, \"calls_per_rep\": %lld, ",
                 r->kernel, r->detail, r->dtype, r->bench, r->head_dim, (long long)r->seq_len,
                 (long long)r->n_rows, r->causal ? "true" : "false", r->threads, r->reps,
-                r->warmup);
+                r->warmup, (long long)r->calls);
         json_num(f, "median_s", r->median_s, "%.9g");
         json_num(f, "min_s", r->min_s, "%.9g");
         json_num(f, "max_s", r->max_s, "%.9g");
@@ -820,6 +884,7 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
     I64_COL("threads", rows[i].threads);
     I64_COL("reps", rows[i].reps);
     I64_COL("warmup", rows[i].warmup);
+    I64_COL("calls_per_rep", rows[i].calls);
     F64_COL("median_s", rows[i].median_s);
     F64_COL("min_s", rows[i].min_s);
     F64_COL("max_s", rows[i].max_s);
@@ -1259,7 +1324,8 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 
 int rb_cmd_bench(int argc, char **argv)
 {
-    enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER, O_ONLY, O_DIMS, O_LENS };
+    enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER, O_ONLY, O_DIMS, O_LENS,
+           O_MINREP };
     static const struct option opts[] = {
         {"quick", no_argument, 0, O_QUICK},      {"json", required_argument, 0, O_JSON},
         {"output", required_argument, 0, 'o'},   {"reps", required_argument, 0, O_REPS},
@@ -1267,11 +1333,12 @@ int rb_cmd_bench(int argc, char **argv)
         {"threads", required_argument, 0, O_THR}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VER},      {"only", required_argument, 0, O_ONLY},
         {"head-dims", required_argument, 0, O_DIMS}, {"lengths", required_argument, 0, O_LENS},
-        {0, 0, 0, 0}};
+        {"min-rep-time", required_argument, 0, O_MINREP}, {0, 0, 0, 0}};
     bench_opts o;
     memset(&o, 0, sizeof o);
     o.reps = 5;
     o.warmup = 1;
+    o.min_rep_s = MIN_REP_S;
     o.all_threads = rb_kernels_threads();
     const char *kernels_arg = NULL, *threads_arg = NULL;
     o.do_causal = o.do_probe = o.do_rope = 1;
@@ -1286,7 +1353,7 @@ int rb_cmd_bench(int argc, char **argv)
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     /* the single-valued options: a second one would silently win */
     const char *reps_arg = NULL, *warm_arg = NULL, *only_arg = NULL, *dims_arg = NULL,
-               *lens_arg = NULL;
+               *lens_arg = NULL, *minrep_arg = NULL;
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         const char **slot = opt == O_REPS   ? &reps_arg
                             : opt == O_WARM ? &warm_arg
@@ -1295,6 +1362,7 @@ int rb_cmd_bench(int argc, char **argv)
                             : opt == O_ONLY ? &only_arg
                             : opt == O_DIMS ? &dims_arg
                             : opt == O_LENS ? &lens_arg
+                            : opt == O_MINREP ? &minrep_arg
                                             : NULL;
         const char *name = opt == O_REPS   ? "--reps"
                            : opt == O_WARM ? "--warmup"
@@ -1302,6 +1370,7 @@ int rb_cmd_bench(int argc, char **argv)
                            : opt == O_THR  ? "--threads"
                            : opt == O_ONLY ? "--only"
                            : opt == O_DIMS ? "--head-dims"
+                           : opt == O_MINREP ? "--min-rep-time"
                                            : "--lengths";
         if (slot && rb_cli_once("bench", name, slot, optarg)) {
             code = RB_EXIT_USAGE;
@@ -1336,6 +1405,12 @@ int rb_cmd_bench(int argc, char **argv)
         case O_WARM:
             if (parse_count("--warmup", optarg, 1, 1000000, &o.warmup)) { code = RB_EXIT_USAGE; goto cleanup; }
             warm_given = 1;
+            break;
+        case O_MINREP:
+            if (parse_seconds("--min-rep-time", optarg, 1.0, &o.min_rep_s)) {
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
             break;
         case O_KERN: /* kernels_arg, threads_arg: set above */
         case O_THR: break;

@@ -99,8 +99,19 @@ rb_add_test(NAME bench.seconds_digits COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rc_
   ${B} --quick --only causal --kernels ref
   --threads 1 --head-dims 2 --lengths 16 LABELS "bench;cli")
 set_tests_properties(bench.seconds_digits PROPERTIES
-  PASS_REGULAR_EXPRESSION "ref +fp32 +causal +2 +16 +1 +1 +([0-9.]+e-0[0-9]|0\\.[0-9][0-9][0-9][0-9][0-9][0-9]+) "
+  PASS_REGULAR_EXPRESSION "ref +fp32 +causal +2 +16 +1 +1 +1 +([0-9.]+e-0[0-9]|0\\.[0-9][0-9][0-9][0-9][0-9][0-9]+) "
   FAIL_REGULAR_EXPRESSION " 0\\.00000 ")
+# calls shorter than --min-rep-time are timed several to a repetition, and the time is
+# per call (tests/bench_batching.py)
+rb_add_test(NAME bench.batched COMMAND ${RB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench_batching.py
+  $<TARGET_FILE:ropebench> ${RB_BENCH_WORK}/batched ${RB_MPIEXEC_CMD} 1 LABELS "bench;python;mpi")
+set_tests_properties(bench.batched PROPERTIES TIMEOUT 300)
+rb_bench_error(min_rep_neg "--min-rep-time '-1': not a number of seconds in \\[0, 1\\]" ${B} --min-rep-time -1)
+rb_bench_error(min_rep_big "--min-rep-time '1.5': not a number of seconds in \\[0, 1\\]" ${B} --min-rep-time 1.5)
+rb_bench_error(min_rep_exp "--min-rep-time '1e-3': not a number of seconds" ${B} --min-rep-time 1e-3)
+rb_bench_error(min_rep_text "--min-rep-time 'fast': not a number of seconds" ${B} --min-rep-time fast)
+rb_bench_error(min_rep_dot "--min-rep-time '.': not a number of seconds" ${B} --min-rep-time .)
+rb_bench_error(min_rep_twice "--min-rep-time given twice" ${B} --min-rep-time 0.1 --min-rep-time 0.2)
 rb_bench_error(json_dir "--json .*/no/such/dir/x.json: cannot open for writing"
   ${B} --json ${RB_BENCH_WORK}/no/such/dir/x.json)
 rb_bench_error(output_not_hdf5 "-o .*not_hdf5.h5"

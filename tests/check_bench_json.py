@@ -21,9 +21,9 @@ import subprocess
 import sys
 
 REQUIRED = ["kernel", "kernel_detail", "dtype", "bench", "head_dim", "seq_len", "causal", "threads",
-            "median_s", "min_s", "max_s", "gflops", "peak_gflops", "triad_gbps",
+            "calls_per_rep", "median_s", "min_s", "max_s", "gflops", "peak_gflops", "triad_gbps",
             "fraction_of_peak"]
-POSITIVE = ["head_dim", "seq_len", "threads", "median_s", "min_s", "max_s", "gflops",
+POSITIVE = ["head_dim", "seq_len", "threads", "calls_per_rep", "median_s", "min_s", "max_s", "gflops",
             "peak_gflops", "triad_gbps", "fraction_of_peak"]
 
 
