@@ -5,6 +5,10 @@
 add_executable(test_kernel_grid test_kernel_grid.c)
 target_link_libraries(test_kernel_grid PRIVATE rb_kernels)
 rb_add_test(NAME kernels.grid COMMAND test_kernel_grid LABELS kernels)
+# a failing case reruns alone (`test_kernel_grid --case N`) on the inputs it had in the
+# grid (tests/grid_rerun.py)
+rb_add_test(NAME kernels.grid_rerun COMMAND ${RB_PYTHON}
+  ${CMAKE_CURRENT_SOURCE_DIR}/grid_rerun.py $<TARGET_FILE:test_kernel_grid> LABELS "kernels;python")
 
 # A C test of code in kernels/avx512/: built with the AVX-512 flags, ends with CTest's
 # skip code (77) where the CPU or OS cannot run it (tests/rb_test_avx512.h).

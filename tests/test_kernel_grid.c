@@ -1,4 +1,4 @@
-/* test_kernel_grid.c — every built tile kernel variant against rb_attn_tile_ref on a grid of head_dims, tile edges, position layouts, logit sizes, call splits and thread counts. */
+/* test_kernel_grid.c — every built tile kernel variant against rb_attn_tile_ref on a grid of head_dims, tile edges, position layouts, logit sizes, call splits and thread counts; a case reruns alone with --case N. */
 #include "rb_kernels.h"
 
 #include <math.h>
@@ -36,6 +36,10 @@ static const char *pos_names[N_POS] = {"causal", "all-visible", "fully-masked", 
 
 static int n_pass, n_fail;
 static double worst[N_VARIANTS][3];
+/* command line (main): only case only_case (-1: all) and variant only_variant (-1: all);
+ * show_digest: each case prints a digest of its inputs */
+static int only_case = -1, only_variant = -1, show_digest;
+static int n_cases, n_cases_run; /* cases of the grid, and those run */
 
 /* xorshift64* uniform in [0,1) */
 static uint64_t rng_state = 88172645463325252ull;
@@ -52,6 +56,27 @@ static double grand(void)
     if (u1 < 1e-300)
         u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* case_seed: the generator's state for case number no (SplitMix64 of it, never 0), so
+ * that a case's inputs depend on its number alone and --case reruns it as the grid ran
+ * it. */
+static uint64_t case_seed(int no)
+{
+    uint64_t z = 0x9E3779B97F4A7C15ull * (uint64_t)(no + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z ? z : 88172645463325252ull;
+}
+
+/* fnv1a: FNV-1a 64 of n bytes at p, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001B3ull;
+    return h;
 }
 
 /* Fill positions of nq queries and nk keys for a pattern. */
@@ -153,8 +178,13 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
     const size_t stride = RB_STATE_STRIDE(d);
     /* k and v start at a 64-byte boundary in even cases and 16 bytes past one in odd
      * ones: the fp32 kernel reads a probe's aligned rows in place, copies the others */
-    static int case_no;
-    const int kvoff = (case_no++ % 2) * 4;
+    const int no = n_cases++;
+    if (only_case >= 0 && no != only_case)
+        return;
+    n_cases_run++;
+    const int fails_before = n_fail;
+    rng_state = case_seed(no);
+    const int kvoff = (no % 2) * 4;
     float *q = malloc((size_t)nq * d * sizeof *q);
     float *kbuf = rb_kernels_alloc(((size_t)nk * d + 4) * sizeof(float));
     float *vbuf = rb_kernels_alloc(((size_t)nk * d + 4) * sizeof(float));
@@ -193,6 +223,18 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
     for (size_t i = 0; i < (size_t)nk * d; i++)
         v[i] = (float)(0.5 + grand());
     make_positions(gc->pat, qp, nq, kp, nk);
+    if (show_digest) {
+        uint64_t h = 0xCBF29CE484222325ull;
+        h = fnv1a(h, q, (size_t)nq * d * sizeof *q);
+        h = fnv1a(h, k, (size_t)nk * d * sizeof *k);
+        h = fnv1a(h, v, (size_t)nk * d * sizeof *v);
+        h = fnv1a(h, qp, (size_t)nq * sizeof *qp);
+        h = fnv1a(h, kp, (size_t)nk * sizeof *kp);
+        h = fnv1a(h, &scale, sizeof scale);
+        printf("case %d: d %d nq %lld nk %lld pos %s k,v +%d B: inputs digest %016llx\n", no,
+               d, (long long)nq, (long long)nk, pos_names[gc->pat], 4 * kvoff,
+               (unsigned long long)h);
+    }
 
     rb_state_init(sref, nq, d);
     if (rb_attn_tile_ref(q, qp, nq, k, v, kp, nk, d, scale, sref) != 0) {
@@ -208,7 +250,7 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
     rb_state_finalize(sk, nq, d, NULL, NULL, oab);
 
     for (int vi = 0; vi < N_VARIANTS; vi++) {
-        if (!ok[vi])
+        if (!ok[vi] || (only_variant >= 0 && vi != only_variant))
             continue;
         const variant_t *var = &variants[vi];
         /* bf16 rounding of q and k alone moves s by ~1.6e-3 * sd(s): the bf16 bounds hold
@@ -339,6 +381,10 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
         }
     }
 cleanup:
+    if (n_fail > fails_before)
+        printf("case %d failed: rerun it alone with `test_kernel_grid --case %d` (add "
+               "--variant NAME for one kernel)\n",
+               no, no);
     free(q);
     free(kbuf);
     free(vbuf);
@@ -546,8 +592,45 @@ static void check_score_bits(const rb_kernel_ops *ops, const int *ok)
     }
 }
 
-int main(void)
+/* parse_args: --case N, --variant NAME, --digest; 0, or -1 after a usage line. */
+static int parse_args(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--digest")) {
+            show_digest = 1;
+        } else if (!strcmp(a, "--case") && i + 1 < argc) {
+            char *end;
+            const long n = strtol(argv[++i], &end, 10);
+            if (*argv[i] < '0' || *argv[i] > '9' || *end || n > 1000000) {
+                fprintf(stderr, "test_kernel_grid: --case '%s': not a case number\n",
+                        argv[i]);
+                return -1;
+            }
+            only_case = (int)n;
+        } else if (!strcmp(a, "--variant") && i + 1 < argc) {
+            for (int v = 0; v < N_VARIANTS; v++)
+                if (!strcmp(argv[i + 1], variants[v].name))
+                    only_variant = v;
+            if (only_variant < 0) {
+                fprintf(stderr, "test_kernel_grid: --variant '%s': not ref, blas, avx512 or "
+                                "avx512_bf16\n",
+                        argv[i + 1]);
+                return -1;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "usage: test_kernel_grid [--case N] [--variant NAME] [--digest]\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (parse_args(argc, argv))
+        return 2;
     rb_kernel_ops ops[N_VARIANTS];
     int ok[N_VARIANTS];
     for (int i = 0; i < N_VARIANTS; i++) {
@@ -623,6 +706,23 @@ int main(void)
         run_case(&sq, ops, ok);
         run_case(&pr, ops, ok);
     }
+    if (only_case >= 0) {
+        /* one case of the grid alone: the bit checks below are not cases */
+        if (!n_cases_run) {
+            printf("FAIL: --case %d: the grid has cases 0 to %d\n", only_case, n_cases - 1);
+            n_fail++;
+        }
+        for (int i = 0; i < N_VARIANTS; i++)
+            if (ok[i] && (only_variant < 0 || i == only_variant))
+                printf("%s: worst error / tolerance: lse %.3g, entropy %.3g, output %.3g\n",
+                       variants[i].name, worst[i][0], worst[i][1], worst[i][2]);
+        printf("case %d of %d run alone; %d passed, %d failed\n", only_case, n_cases, n_pass,
+               n_fail);
+        return n_fail ? 1 : 0;
+    }
+    if (only_variant >= 0)
+        for (int i = 0; i < N_VARIANTS; i++)
+            ok[i] &= i == only_variant;
     check_score_bits(ops, ok);
     check_repeat_bits(ops, ok);
     for (int i = 0; i < N_VARIANTS; i++)
