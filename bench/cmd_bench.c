@@ -105,7 +105,8 @@ static void bench_usage(FILE *f)
             "\n"
             "Microbenchmarks, Google-Benchmark style (warm-up, repetitions, median/min/max/CV):\n"
             "  causal  one tile call on the whole causal (q, k, v) of length L, positions\n"
-            "          0..L-1, fresh state; GFLOP/s counts 2*L^2*d per head\n"
+            "          0..L-1, into a fresh state (batched calls: the state the call\n"
+            "          before left); GFLOP/s counts 2*L^2*d per head\n"
             "  probe   128 log-spaced query rows against 1,048,576 keys; GB/s counts K+V once\n"
             "  rope    RoPE with exact phases over 1,048,576 rows of 128, in place; GB/s\n"
             "          counts one read and one write per row\n"
@@ -382,8 +383,9 @@ static double calls_batch(const bench_fn *f, int64_t k)
 
 /* measure: fill median/min/max/cv/reps/warmup/calls of row, the times per call.
  * Warm-up calls first (untimed). Then, as Google Benchmark sizes its iterations, a call
- * shorter than o->min_rep_s is timed k at a time: k grows (untimed batches, counted in
- * row->warmup) until k calls take at least 0.9 x min_rep_s or k reaches MAX_CALLS, and
+ * shorter than o->min_rep_s is timed k at a time: k grows, at most 10x a step (untimed
+ * batches, counted in row->warmup), until k calls take at least 0.9 x min_rep_s or k
+ * reaches MAX_CALLS, and
  * each repetition is then k calls after one prepare, its time divided by k, so that a
  * repetition of microsecond calls is not a single clock reading's worth. The calls of a
  * batch merge into the state the earlier ones left, as a ring's steps do; the
@@ -406,8 +408,13 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
     }
     int64_t k = 1;
     if (warm > 0 && o->min_rep_s > 0) {
-        for (double per = t_est;;) { /* per: seconds per call, as last measured */
-            const double want = per > 0 ? ceil(o->min_rep_s / per) : (double)MAX_CALLS;
+        /* per: seconds per call, as last measured (a clock that read 0 taken as 1 ns);
+         * k grows at most 10x a step, as Google Benchmark's iterations do, so that one
+         * fast reading cannot jump it to MAX_CALLS */
+        for (double per = t_est;;) {
+            per = per > 1e-9 ? per : 1e-9;
+            double want = ceil(o->min_rep_s / per);
+            want = want < 10.0 * (double)k ? want : 10.0 * (double)k;
             const int64_t next = want >= MAX_CALLS ? MAX_CALLS : (int64_t)want;
             if (next <= k)
                 break;
@@ -416,6 +423,7 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
             if (t < 0) return RB_ENOMEM;
             warm += (int)k;
             per = t / (double)k;
+            t_est = per; /* the repetitions' budget below: a warm call, not the first */
             if (t >= 0.9 * o->min_rep_s || k == MAX_CALLS)
                 break;
         }
@@ -637,7 +645,7 @@ static void json_num(FILE *f, const char *key, double v, const char *fmt)
 }
 
 static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
-                      FILE *f)
+                      double min_rep_s, FILE *f)
 {
     fprintf(f, "[\n");
     for (int i = 0; i < n; i++) {
@@ -662,8 +670,8 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         json_num(f, "triad_gbps", r->triad_gbps, "%.9g");
         json_num(f, "fraction_of_peak", r->fraction, "%.9g");
         fprintf(f, "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu, "
-                   "\"peaks_implausible\": %s}%s\n",
-                isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes,
+                   "\"min_rep_time_s\": %.9g, \"peaks_implausible\": %s}%s\n",
+                isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes, min_rep_s,
                 pk->implausible ? "true" : "false", i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
@@ -675,7 +683,7 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
  * an earlier file at path as it was (a symbolic link at path is replaced, not
  * followed), says so in one line with the cause, and returns -1. */
 static int write_json_file(const char *path, const bench_row *rows, int n,
-                           const bench_peaks *pk)
+                           const bench_peaks *pk, double min_rep_s)
 {
     char tmp[4200]; /* (PATH_MAX 4096 and the suffix) */
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
@@ -683,7 +691,7 @@ static int write_json_file(const char *path, const bench_row *rows, int n,
     int e = errno, bad = !f;
     if (f) {
         errno = 0;
-        write_json(rows, n, pk, f);
+        write_json(rows, n, pk, min_rep_s, f);
         bad = fflush(f) != 0 || ferror(f);
         e = errno;
         if (fclose(f) != 0 && !bad) {
@@ -913,6 +921,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             (rc = rb_results_attr_i64(res, "/bench.new", "triad_bytes_per_array",
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
+            (rc = rb_results_attr_f64(res, "/bench.new", "min_rep_time_s", o->min_rep_s, err,
+                                      el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "peaks_implausible", pk->implausible,
                                       err, el)) ||
             (rc = rb_results_attr_str(res, "/bench.new", "cpu_model", ci.model, err, el)) ||
@@ -1756,7 +1766,7 @@ int rb_cmd_bench(int argc, char **argv)
         fflush(stdout);
     }
     /* (a JSON that cannot be written does not keep the rows from -o) */
-    if (o.json && write_json_file(o.json, rl.rows, rl.n, &pk))
+    if (o.json && write_json_file(o.json, rl.rows, rl.n, &pk, o.min_rep_s))
         code = RB_EXIT_FAIL;
     int abandoned = 0, created = 0, wrc = 0;
     if (o.out) {

@@ -617,6 +617,71 @@ static int bench_rows_at(const bench_index *ix, size_t n, const char *key, int64
     return 1;
 }
 
+/* bench_row_everywhere: whether A's /bench row r has a row of its key (bench_key, into
+ * key) in every file; at as bench_rows_at. */
+static int bench_row_everywhere(const rp_file *fs, const bench_index *ix, size_t n, int64_t r,
+                                char *key, size_t klen, int64_t *at)
+{
+    bench_key(key, klen, &fs[0].bench, r);
+    return bench_rows_at(ix, n, key, r, at);
+}
+
+/* bench_batched: whether a /bench row's repetitions timed several calls together
+ * (calls_per_rep > 1; a file from before that column timed one call each). */
+static int bench_batched(const rp_bench *b, int64_t r)
+{
+    const double k = b->t.col[RP_BENCH_CALLS][r];
+    return !isnan(k) && k > 1;
+}
+
+/* write_bench_method: after the benchmark table, the rows that one file timed call by
+ * call and another in batches (calls_per_rep, docs/bench.md "Short calls are batched"):
+ * part of their time ratio is the timing method (one call of microseconds also pays a
+ * clock reading and the thread team's wake-up); at most 12 named, then a count. */
+static void write_bench_method(FILE *o, const rp_file *fs, const bench_index *ix, size_t n,
+                               int html)
+{
+    const rp_bench *ba = &fs[0].bench;
+    int64_t shown = 0, more = 0;
+    for (int64_t r = 0; r < ba->t.n; r++) {
+        char key[256];
+        int64_t at[RB_COMPARE_MAX];
+        if (!bench_row_everywhere(fs, ix, n, r, key, sizeof key, at))
+            continue;
+        int batched = 0, single = 0;
+        for (size_t i = 0; i < n; i++)
+            bench_batched(&fs[i].bench, at[i]) ? batched++ : single++;
+        if (!batched || !single)
+            continue;
+        if (shown == 12) {
+            more++;
+            continue;
+        }
+        fprintf(o, shown ? "; " : html ? "<p>" : "\n"); /* (markdown: a blank line ends the table) */
+        if (!shown)
+            fprintf(o, "Timed differently (one file timed these rows call by call, another "
+                       "in batches of calls, docs/bench.md: part of their time ratio is the "
+                       "method, not the machine): ");
+        if (html)
+            rp_html_esc(o, key);
+        else
+            rp_md_esc(o, key);
+        fprintf(o, " (calls per repetition:");
+        for (size_t i = 0; i < n; i++) {
+            char l[8], b[32];
+            label(l, sizeof l, i);
+            rp_fmt_num(b, sizeof b, fs[i].bench.t.col[RP_BENCH_CALLS][at[i]], "%.0f");
+            fprintf(o, " %s %s", l, b);
+        }
+        fprintf(o, ")");
+        shown++;
+    }
+    if (more)
+        fprintf(o, "; and %lld more rows", (long long)more);
+    if (shown)
+        fprintf(o, html ? ".</p>\n" : ".\n\n");
+}
+
 /* The /bench rows that every file has (same kernel, dtype, bench, shape and threads):
  * each file's fraction of its own peak (FMA for causal rows, triad otherwise) and its
  * median time over A's (ix: each file's rows by key, bench_indexes). Nothing unless
@@ -640,9 +705,8 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, const bench_index *ix, s
     const rp_bench *ba = &fs[0].bench;
     for (int64_t r = 0; r < ba->t.n; r++) {
         char key[256];
-        bench_key(key, sizeof key, ba, r);
         int64_t at[RB_COMPARE_MAX];
-        if (!bench_rows_at(ix, n, key, r, at))
+        if (!bench_row_everywhere(fs, ix, n, r, key, sizeof key, at))
             continue;
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, key);
@@ -656,6 +720,7 @@ static void write_bench_cmp(FILE *o, const rp_file *fs, const bench_index *ix, s
     }
     if (html)
         fprintf(o, "</table>\n");
+    write_bench_method(o, fs, ix, n, html);
 }
 
 /* One probe-breakdown entry of a file: its probe row, class of blocks and index. */

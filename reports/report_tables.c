@@ -414,7 +414,7 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
 {
     static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "threads",
                                  "median s", "CV %", "GFLOP/s", "GB/s", "% of peak", "peak",
-                                 "ideal % of triad"};
+                                 "ideal % of triad", "calls"};
     const rp_bench *b = &f->bench;
     if (b->t.n <= 0 && !b->unreadable)
         return;
@@ -436,7 +436,10 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
                "Ideal %% of triad (probe rows) is what the same run's probe overlap reached: "
                "the probe's FLOP as FMA chains with its K and V read between them, about what "
                "a kernel doing that arithmetic near the FMA peak and nothing else could show "
-               "(n/a in files from before 2026-12-02).");
+               "(n/a in files from before 2026-12-02). Calls: how many calls each repetition "
+               "timed together (short calls are batched, docs/bench.md; the median and CV are "
+               "per call; n/a in files from before 2026-12-03, whose repetitions were one "
+               "call each).");
     static const char *pk[] = {"peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                                "triad_gbps_all", "tile_ceiling_gflops_1thread",
                                "dpbf16_peak_gflops_1thread"};
@@ -484,6 +487,7 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
         rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_FRACTION][i], "%.1f");
         rp_cell_text(o, html, isnan(b->t.col[RP_BENCH_GBPS][i]) ? "FMA" : "triad");
         rp_cell_num(o, html, 100.0 * b->t.col[RP_BENCH_OVERLAP][i], "%.1f");
+        rp_cell_num(o, html, b->t.col[RP_BENCH_CALLS][i], "%.0f");
         fprintf(o, html ? "</tr>\n" : "\n");
     }
     if (html)

@@ -46,13 +46,13 @@ def main():
     h5 = os.path.join(work, "batched.h5")
     if os.path.exists(h5):
         os.remove(h5)
-    # L = 16: microseconds a call; L = 2048 (d = 2, the scalar reference): tens of ms
-    rows, table = run(exe, work, "batched", ["--lengths", "16,2048", "--min-rep-time",
+    # L = 16: microseconds a call; L = 4096 (d = 2, the scalar reference): ~0.1 s here
+    rows, table = run(exe, work, "batched", ["--lengths", "16,4096", "--min-rep-time",
                                              str(FLOOR), "-o", h5], launcher)
     by_len = {r["seq_len"]: r for r in rows}
-    short, long_ = by_len.get(16), by_len.get(2048)
+    short, long_ = by_len.get(16), by_len.get(4096)
     if short is None or long_ is None:
-        raise SystemExit(f"FAIL rows {sorted(by_len)}: expected L 16 and 2048")
+        raise SystemExit(f"FAIL rows {sorted(by_len)}: expected L 16 and 4096")
     k = short.get("calls_per_rep")
     if not isinstance(k, int) or k < 2:
         failed.append(f"L=16 (a call of microseconds): calls_per_rep {k!r}, expected >= 2")
@@ -66,14 +66,19 @@ def main():
                           f"repetition, not within [0.05, 20] x the floor {FLOOR} s (the "
                           "time per call not divided by the batch?)")
     if long_.get("calls_per_rep") != 1 or long_["warmup"] != 1:
-        failed.append(f"L=2048 (a call above the floor, median {long_['median_s']} s): "
+        failed.append(f"L=4096 (a call above the floor, median {long_['median_s']} s): "
                       f"calls_per_rep {long_.get('calls_per_rep')!r}, warmup "
                       f"{long_['warmup']}, expected 1 and 1")
     if table != {r["seq_len"]: r["calls_per_rep"] for r in rows}:
         failed.append(f"table calls {table} differ from the JSON's")
+    if any(r.get("min_rep_time_s") != FLOOR for r in rows):
+        failed.append(f"min_rep_time_s {[r.get('min_rep_time_s') for r in rows]}, not {FLOOR}")
     import h5py
     with h5py.File(h5, "r") as f:
         got = dict(zip(f["/bench/seq_len"][()].tolist(), f["/bench/calls_per_rep"][()].tolist()))
+        if f["/bench"].attrs.get("min_rep_time_s") != FLOOR:
+            failed.append(f"/bench attribute min_rep_time_s "
+                          f"{f['/bench'].attrs.get('min_rep_time_s')!r}, not {FLOOR}")
     if got != {r["seq_len"]: r["calls_per_rep"] for r in rows}:
         failed.append(f"/bench/calls_per_rep {got} differs from the JSON's")
     for name, extra in (("cold", ["--warmup", "0"]), ("unbatched", ["--min-rep-time", "0"])):
@@ -84,7 +89,7 @@ def main():
             failed.append(f"{' '.join(extra)}: calls_per_rep {r.get('calls_per_rep')!r} "
                           f"(table {table}), warmup {r['warmup']}; expected 1 and "
                           f"{want_warm}")
-    print(f"L=16: {k} calls a repetition, {short['median_s']:.3g} s a call; L=2048: "
+    print(f"L=16: {k} calls a repetition, {short['median_s']:.3g} s a call; L=4096: "
           f"{long_['median_s']:.3g} s, 1 call")
     return verdict(failed)
 

@@ -200,6 +200,10 @@ def main():
         del f["cases"][gone]
         m = f["bench/median_s"]
         m[0] = m[0] * 2
+        # B timed row 0 in batches of 2,500 calls and the rest call by call, A (a file
+        # from before calls_per_rep) every row call by call: row 0 is named as timed
+        # differently, the others are not
+        f["bench/calls_per_rep"] = np.array([2500] + [1] * (len(m) - 1), np.int64)
         # B's probe breakdown: the 8-15 class 1.5 times as slow, the 2048+ class gone
         # (A's row for it must not appear), the entries reordered (matched by row and
         # class, not by place)
@@ -322,6 +326,15 @@ def main():
         head, rows = table(md, "## Benchmark rows in every file")
         if not rows or rows[0][head.index("B time / A's")] != "2.000":
             fail(f"bench rows: {rows[:2]}")
+        g = fa["bench"]
+        keys = [f"{g['kernel'][i].decode()} {g['dtype'][i].decode()} {g['bench'][i].decode()} "
+                f"d={g['head_dim'][i]} L={g['seq_len'][i]} threads={g['threads'][i]}"
+                for i in range(len(g["kernel"]))]
+        want = ("Timed differently (one file timed these rows call by call, another in "
+                "batches of calls, docs/bench.md: part of their time ratio is the method, "
+                f"not the machine): {keys[0]} (calls per repetition: A n/a B 2500).")
+        if want not in md or want not in html or any(k + " (calls" in md for k in keys[1:]):
+            fail(f"bench rows timed differently: expected exactly the note {want!r}")
         check_breakdown_cmp(md, html, fa, fb)
     if "<script>" in html or "<table>" not in html or "ropebench comparison" not in html:
         fail("compare.html: not escaped or not the tables")

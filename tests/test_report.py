@@ -314,8 +314,11 @@ def check_bench(md, path):
             # the probe overlap's fraction, n/a where the file has none (before 2026-12-02)
             # and on rows that are not probe rows
             oc = float(g["overlap_ceiling"][i]) if "overlap_ceiling" in g else math.nan
-            ok = ok and len(r) == 13 and (r[12] == "n/a" if math.isnan(oc)
+            ok = ok and len(r) == 14 and (r[12] == "n/a" if math.isnan(oc)
                                           else close(r[12], 100.0 * oc, absol=0.06))
+            # calls timed together per repetition, n/a in files from before the column
+            k = int(g["calls_per_rep"][i]) if "calls_per_rep" in g else None
+            ok = ok and r[13] == ("n/a" if k is None else str(k))
             if not ok:
                 fail("bench row %d: %s, expected %s %s" % (i, r, want_t, want_n))
         check_breakdown_table(md, g)
