@@ -381,10 +381,12 @@ static void run_case(const gcase *gc, const rb_kernel_ops *ops, const int *ok)
         }
     }
 cleanup:
-    if (n_fail > fails_before)
-        printf("case %d failed: rerun it alone with `test_kernel_grid --case %d` (add "
+    if (n_fail > fails_before) {
+        const char *lim = getenv("OMP_THREAD_LIMIT");
+        printf("case %d failed: rerun it alone with `%s%s%stest_kernel_grid --case %d` (add "
                "--variant NAME for one kernel)\n",
-               no, no);
+               no, lim ? "OMP_THREAD_LIMIT=" : "", lim ? lim : "", lim ? " " : "", no);
+    }
     free(q);
     free(kbuf);
     free(vbuf);
@@ -419,6 +421,7 @@ static void repeat_bits_case(const rb_kernel_ops *ops, const int *ok, int nq, in
         n_fail++;
         goto cleanup;
     }
+    rng_state = case_seed(2000000 + d); /* its own inputs, whatever ran before (--variant) */
     for (size_t i = 0; i < (size_t)nq * d; i++)
         q[i] = (float)grand();
     for (size_t i = 0; i < (size_t)nk * d; i++) {
@@ -504,6 +507,7 @@ static void check_score_bits(const rb_kernel_ops *ops, const int *ok)
     for (int vi = 0; vi < N_VARIANTS; vi++) {
         if (!ok[vi] || strncmp(variants[vi].name, "avx512", 6) != 0)
             continue;
+        rng_state = case_seed(1000000 + vi); /* the variant's own trials (--variant) */
         int bad = 0, checked = 0;
         for (int d = 64; d <= 128 && !bad; d += 64)
             for (int trial = 0; trial < 40 && !bad; trial++) {
@@ -599,6 +603,10 @@ static int parse_args(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--digest")) {
             show_digest = 1;
+        } else if ((!strcmp(a, "--case") && only_case >= 0) ||
+                   (!strcmp(a, "--variant") && only_variant >= 0)) {
+            fprintf(stderr, "test_kernel_grid: %s given twice\n", a);
+            return -1;
         } else if (!strcmp(a, "--case") && i + 1 < argc) {
             char *end;
             const long n = strtol(argv[++i], &end, 10);
@@ -650,7 +658,7 @@ int main(int argc, char **argv)
     /* under OMP_THREAD_LIMIT (kernels.grid_thread_limit) the thread count the kernels
      * report, and the study records, is the capped one */
     const char *lim = getenv("OMP_THREAD_LIMIT");
-    if (lim && atoi(lim) >= 1) {
+    if (lim && atoi(lim) >= 1 && only_case < 0) { /* (a check of the grid, not a case) */
         rb_kernels_set_threads(atoi(lim) + 1);
         const int got = rb_kernels_threads();
         if (got > atoi(lim)) {
@@ -710,6 +718,12 @@ int main(int argc, char **argv)
         /* one case of the grid alone: the bit checks below are not cases */
         if (!n_cases_run) {
             printf("FAIL: --case %d: the grid has cases 0 to %d\n", only_case, n_cases - 1);
+            n_fail++;
+        } else if (n_pass + n_fail == 0) {
+            printf("FAIL: --case %d checked nothing: %s\n", only_case,
+                   only_variant >= 0 && !ok[only_variant]
+                       ? "that variant is not built or not supported here"
+                       : "no variant is tested on this case (bf16 leaves out sharp logits)");
             n_fail++;
         }
         for (int i = 0; i < N_VARIANTS; i++)
