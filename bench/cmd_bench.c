@@ -384,8 +384,8 @@ static double calls_batch(const bench_fn *f, int64_t k)
 /* measure: fill median/min/max/cv/reps/warmup/calls of row, the times per call.
  * Warm-up calls first (untimed). Then, as Google Benchmark sizes its iterations, a call
  * shorter than o->min_rep_s is timed k at a time: k grows, at most 10x a step (untimed
- * batches, counted in row->warmup), until k calls take at least 0.9 x min_rep_s or k
- * reaches MAX_CALLS, and
+ * batches, counted in row->warmup), until k times the fastest time per call measured
+ * so far reaches 0.9 x min_rep_s, or k reaches MAX_CALLS, and
  * each repetition is then k calls after one prepare, its time divided by k, so that a
  * repetition of microsecond calls is not a single clock reading's worth. The calls of a
  * batch merge into the state the earlier ones left, as a ring's steps do; the
@@ -408,11 +408,15 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
     }
     int64_t k = 1;
     if (warm > 0 && o->min_rep_s > 0) {
-        /* per: seconds per call, as last measured (a clock that read 0 taken as 1 ns);
-         * k grows at most 10x a step, as Google Benchmark's iterations do, so that one
-         * fast reading cannot jump it to MAX_CALLS */
+        /* per: the fastest seconds per call measured so far (a clock that read 0 taken
+         * as 1 ns), so that a batch the host slowed cannot end the sizing early (under
+         * a parallel CI run one took 30x its calls' time and left k at 10); k grows at
+         * most 10x a step, as Google Benchmark's iterations do, so that one fast
+         * reading cannot jump it to MAX_CALLS */
         for (double per = t_est;;) {
             per = per > 1e-9 ? per : 1e-9;
+            if ((double)k * per >= 0.9 * o->min_rep_s || k == MAX_CALLS)
+                break;
             double want = ceil(o->min_rep_s / per);
             want = want < 10.0 * (double)k ? want : 10.0 * (double)k;
             const int64_t next = want >= MAX_CALLS ? MAX_CALLS : (int64_t)want;
@@ -422,10 +426,8 @@ static int measure(const bench_opts *o, const bench_fn *f, bench_row *row)
             const double t = calls_batch(f, k);
             if (t < 0) return RB_ENOMEM;
             warm += (int)k;
-            per = t / (double)k;
+            per = t / (double)k < per ? t / (double)k : per;
             t_est = per; /* the repetitions' budget below: a warm call, not the first */
-            if (t >= 0.9 * o->min_rep_s || k == MAX_CALLS)
-                break;
         }
     }
     int reps = o->reps > 64 ? 64 : o->reps;
