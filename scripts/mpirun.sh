@@ -5,7 +5,7 @@
 # hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
 # a single-threaded OpenBLAS pool (the kernels thread with OpenMP), and --quiet, so that
 # a rank's one-line error is not followed by Open MPI's banners about the exit status
-# (the status itself is passed on). Those flags are Open MPI's: another mpirun (MPICH's,
+# (the status itself is passed on; a rank killed by a signal is named in one line here). Those flags are Open MPI's: another mpirun (MPICH's,
 # say, where update-alternatives points mpirun at it) gets none of them, only -n.
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
@@ -38,4 +38,34 @@ fi
 export OMPI_MCA_io=${OMPI_MCA_io:-romio321}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-exec mpirun ${flags[@]+"${flags[@]}"} -n "$n" "$@"
+# mpirun runs as a child rather than exec'd, so that a rank killed by a signal can be
+# named: with --quiet, Open MPI exits 128 + the signal and says nothing, and a rank
+# taken by the out-of-memory killer left just "exit 137". INT, TERM and HUP sent to this
+# script are passed on to mpirun (which stops the ranks as when it gets them itself);
+# stdin is passed on explicitly (a job started with & would get /dev/null).
+mpirun ${flags[@]+"${flags[@]}"} -n "$n" "$@" 0<&0 &
+child=$!
+traps=0
+for s in INT TERM HUP; do
+  # shellcheck disable=SC2064  # $s and $child now, $traps when the trap runs
+  trap "traps=\$((traps + 1)); kill -$s $child 2>/dev/null || true" "$s"
+done
+while :; do
+  # a trapped signal ends the wait early (128 + that signal): wait again, which returns
+  # mpirun's own status once it has ended
+  seen=$traps
+  rc=0
+  wait "$child" || rc=$?
+  [ "$traps" = "$seen" ] && break
+done
+if [ "$traps" = 0 ] && [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then
+  sig=$((rc - 128))
+  name=SIG$(kill -l "$sig" 2>/dev/null || echo "$sig")
+  case "$name" in
+    SIGKILL) why="; on Linux usually the out-of-memory killer (see dmesg; 'ropebench run --dry-run' gives each case's memory per rank)" ;;
+    SIGILL) why="; or mpirun could not start the program (with --quiet Open MPI exits 132 then: run mpirun without this script to see why)" ;;
+    *) why="" ;;
+  esac
+  echo "mpirun.sh: a rank (or mpirun) was killed by signal $sig ($name), exit $rc$why; cases already written stay in the results file ('ropebench run --resume' completes it)" >&2
+fi
+exit "$rc"

@@ -267,6 +267,11 @@ rb_cli_error(rank1_only_config 2 "^ropebench: rank 1: .*rank1_study.ini" ${RB_MP
 add_test(NAME cli_mpirun_sh_args COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpirun_sh_args.sh
   ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh)
 set_tests_properties(cli_mpirun_sh_args PROPERTIES LABELS "cli")
+# scripts/mpirun.sh through the real mpirun: a rank killed by a signal named in one line
+# (--quiet said nothing), statuses and stdin passed through, TERM/INT/HUP passed on
+rb_add_test(NAME cli_mpirun_sh_signals COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpirun_sh_signals.sh
+  ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh ${RB_PYTHON} LABELS "cli;mpi" TIMEOUT 300)
+set_tests_properties(cli_mpirun_sh_signals PROPERTIES PROCESSORS 2)
 # report A B where B is A by another name: refused, not a comparison of equal figures
 rb_cli_error(report_same_file 2 "^ropebench: report: '.*small_np1.h5' and '.*/\\./small_np1.h5' are the same file" ${RB_EXE} report ${RB_WORK}/small_np1.h5 ${RB_WORK}/./small_np1.h5 -o ${RB_WORK}/same-file-report)
 set_tests_properties(cli_error_report_same_file PROPERTIES FIXTURES_REQUIRED small_np1)
