@@ -8,7 +8,9 @@
  * The reference sums each score sequentially over dims and everything else per pair
  * directly (c_j, |q_j||k_j|); tolerances: counts and ranks exact, mins/maxes 1e-12
  * relative, sums 1e-9 of the sum of absolute terms (the share sums 2^-24 + 1e-9: the
- * kernel rounds each share weight to float, so that its products with keys are exact).
+ * kernel rounds each share weight to float, so that its products with keys are exact;
+ * share_den also 1e-9 of the same weights rounded to float from libm's exp, plus two
+ * float ulps of the bin's largest, which checks the kernel's own exp).
  * The default (AVX-512 where available) and ROPEBENCH_ISA=ref builds must agree bit
  * for bit.
  * fp32 RoPE: rotation equal to a complex-float product within 4 float ulps of the
@@ -170,6 +172,10 @@ static void metrics_case(int ci)
     double *aabs_ss = rnum + B * np, *aabs_num = aabs_ss + B, *rrho = aabs_num + B * np;
     double *rmin = rrho + np, *rmax = rmin + nq, *rcnt = rmax + nq;
     double rabove[8] = {0};
+    /* the share weights rounded to float as the kernel rounds them, from libm's exp:
+     * their sums and each bin's largest weight (share_den is checked against these to
+     * 1e-9, which an exp good to float precision only would fail) */
+    double *rdenf = calloc((size_t)(2 * B), sizeof(double)), *pmaxf = rdenf + B;
     for (int64_t m = 0; m < nq; m++) {
         rmin[m] = INFINITY;
         rmax[m] = 0;
@@ -192,8 +198,12 @@ static void metrics_case(int ci)
                 rmax[m] = fabs(sc);
             const double p = exp(sc - lse[m]);
             const int keep = p >= 1e-30;
-            if (keep)
+            if (keep) {
+                const double pf = (double)(float)p;
                 rden[b] += p;
+                rdenf[b] += pf;
+                pmaxf[b] = pf > pmaxf[b] ? pf : pmaxf[b];
+            }
             for (int j = 0; j < np; j++) {
                 int a = layout == RB_LAYOUT_GPTJ ? 2 * j : j;
                 int bb = layout == RB_LAYOUT_GPTJ ? 2 * j + 1 : j + np;
@@ -269,6 +279,15 @@ static void metrics_case(int ci)
              * a relative change of at most 2^-24 per term */
             check(close_to(kden[b], rden[b], (0x1.0p-24 + 1e-9) * rden[b] + 1e-30 * rc[b]),
                   "%s: share_den[%d] %.17g vs %.17g", P, b, kden[b], rden[b]);
+            /* against the same weights rounded to float from libm's exp: the kernel's
+             * exp is within 1e-11 of it, so the two roundings differ (by one float ulp)
+             * for about 1 weight in 200,000; two such of the bin's largest weight are
+             * allowed */
+            check(close_to(kden[b], rdenf[b], 1e-9 * rdenf[b] + 0x1.0p-22 * pmaxf[b] +
+                                                  1e-30 * rc[b]),
+                  "%s: share_den[%d] %.17g vs %.17g (libm's exp rounded to float: "
+                  "relative difference %.3g)", P, b, kden[b], rdenf[b],
+                  fabs(kden[b] - rdenf[b]) / (rdenf[b] + 1e-300));
             for (int j = 0; j < np; j++)
                 check(close_to(knum[b * np + j], rnum[b * np + j],
                                (0x1.0p-24 + 1e-9) * aabs_num[b * np + j] + 1e-300),
@@ -292,7 +311,7 @@ static void metrics_case(int ci)
         check(nabove[i] == rabove[i], "%s: needle %d (row %lld, key pos %lld) above %g vs %g",
               P, i, (long long)nrow[i], (long long)nkpos[i], nabove[i], rabove[i]);
 
-    free(q); free(k); free(qp); free(kp); free(lse); free(s); free(R); free(K);
+    free(q); free(k); free(qp); free(kp); free(lse); free(s); free(R); free(rdenf); free(K);
     free(owner); free(ks); free(kps);
 }
 
