@@ -345,7 +345,8 @@ static void pm_over(rb_probe_metrics *pm, double *a, int B, int d, rb_rope_layou
 /* The default (AVX-512 where available) and ROPEBENCH_ISA=ref builds, bit for bit: even
  * d 2..130 (so d % 8 and d % 4 tails, and the scalar key transpose, are met), rotary_dim
  * <= d, needles (one at an exact duplicate of another key, so a tie), a row with
- * lse = -inf; case 0 has so many rows that every block flushes its runs. */
+ * lse = -inf, scale 0 in every fourth case (scores of both zero signs); case 0 has so
+ * many rows that every block flushes its runs. */
 static void isa_identity_case(int ci)
 {
     const int many = ci == 0;
@@ -380,8 +381,13 @@ static void isa_identity_case(int ci)
         nkey[1] = nkey[0] == nk - 1 ? 0 : nkey[0] + 1;
         memcpy(k + nkey[1] * d, k + rng_int(0, nk - 1) * d, sizeof(float) * d);
     }
+    /* every fourth case with scale 0: each score is then +0 or -0 (the sign of the
+     * dot product), so a row's smallest score is a zero of the sign met first, which
+     * a tree of vector mins (returning their second operand on equal values) would
+     * not keep */
+    const double scale = ci % 4 == 1 ? 0.0 : 0.3;
     for (int i = 0; i < nn; i++)
-        ns[i] = 0.3 * rb_attn_dot(q + nrow[i] * d, k + nkey[i] * d, d);
+        ns[i] = scale * rb_attn_dot(q + nrow[i] * d, k + nkey[i] * d, d);
     int64_t edges[40];
     const int B = make_edges(nk + 6, nbins, edges);
     const size_t len = (size_t)B * (4 + (size_t)d / 2) + 3 * (size_t)nq + (size_t)d / 2 + 2;
@@ -404,14 +410,15 @@ static void isa_identity_case(int ci)
         if (v == 1)
             setenv("ROPEBENCH_ISA", "ref", 1);
         char err[256] = "";
-        int r = rb_probe_metrics_accumulate(q, qp, lse, nq, k, kp, nk, 0.3, &pm, err,
+        int r = rb_probe_metrics_accumulate(q, qp, lse, nq, k, kp, nk, scale, &pm, err,
                                             sizeof err);
         unsetenv("ROPEBENCH_ISA");
         check(r == RB_OK, "isa case %d: returned %d (%s)", ci, r, err);
     }
     check(memcmp(acc[0], acc[1], len * sizeof(double)) == 0,
-          "isa case %d: d=%d rot=%d nq=%lld nk=%lld %s: default and ROPEBENCH_ISA=ref differ",
-          ci, d, rot, (long long)nq, (long long)nk, layout == RB_LAYOUT_GPTJ ? "gptj" : "neox");
+          "isa case %d: d=%d rot=%d nq=%lld nk=%lld %s scale=%g: default and ROPEBENCH_ISA=ref "
+          "differ", ci, d, rot, (long long)nq, (long long)nk,
+          layout == RB_LAYOUT_GPTJ ? "gptj" : "neox", scale);
     free(acc[0]); free(acc[1]); free(q); free(k); free(qp); free(kp); free(lse);
 }
 

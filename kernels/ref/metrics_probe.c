@@ -338,6 +338,45 @@ static inline double sum16(const double *x)
     return (h[0] + h[2]) + (h[1] + h[3]);
 }
 
+#ifdef RB_METRICS_PROBE_AVX512
+/* sum16 of the 16 values of lo (0-7) and hi (8-15), from registers: the same tree
+ * (lane i + lane i + 8, then + lane i + 4, then (0 + 2) + (1 + 3)), so the same bits,
+ * without storing the values for sum16 to load back (a vector load of values just
+ * stored one by one cannot be forwarded from the stores, and waits for them). */
+static inline double sum16v(__m512d lo, __m512d hi)
+{
+    const __m512d h = _mm512_add_pd(lo, hi);
+    const __m256d g = _mm256_add_pd(_mm512_castpd512_pd256(h), _mm512_extractf64x4_pd(h, 1));
+    const __m128d c = _mm_add_pd(_mm256_castpd256_pd128(g), _mm256_extractf128_pd(g, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(c, _mm_unpackhi_pd(c, c)));
+}
+
+/* The smallest of 16 values and the largest of their magnitudes, folded into *mn and
+ * *mx as the scalar loop `mn = x < mn ? x : mn; mx = |x| > mx ? |x| : mx` over them in
+ * order does. Returns 0, leaving both as they were, when some value is NaN (which the
+ * scalar loop skips but a lane-wise tree would carry) or the smallest is zero (where
+ * the scalar loop keeps the first zero of the two signs it meets): the caller then
+ * runs that loop. */
+static inline int minmax16v(__m512d lo, __m512d hi, double *mn, double *mx)
+{
+    if (_mm512_cmp_pd_mask(lo, hi, _CMP_UNORD_Q))
+        return 0;
+    __m512d m = _mm512_min_pd(lo, hi);
+    __m256d m4 = _mm256_min_pd(_mm512_castpd512_pd256(m), _mm512_extractf64x4_pd(m, 1));
+    __m128d m2 = _mm_min_pd(_mm256_castpd256_pd128(m4), _mm256_extractf128_pd(m4, 1));
+    const double v = _mm_cvtsd_f64(_mm_min_sd(m2, _mm_unpackhi_pd(m2, m2)));
+    if (v == 0.0)
+        return 0;
+    const __m512d a = _mm512_max_pd(_mm512_abs_pd(lo), _mm512_abs_pd(hi));
+    __m256d a4 = _mm256_max_pd(_mm512_castpd512_pd256(a), _mm512_extractf64x4_pd(a, 1));
+    __m128d a2 = _mm_max_pd(_mm256_castpd256_pd128(a4), _mm256_extractf128_pd(a4, 1));
+    const double w = _mm_cvtsd_f64(_mm_max_sd(a2, _mm_unpackhi_pd(a2, a2)));
+    *mn = v < *mn ? v : *mn;
+    *mx = w > *mx ? w : *mx;
+    return 1;
+}
+#endif
+
 /* W[0..rot) += p_n k_n for the 16 keys of kd in key order, W held in registers over
  * the keys; the same roundings as run_apply. Keys with p_n = 0 (not used) are skipped,
  * as the per-key path skips them (0 * k would be NaN for an infinite key). */
@@ -536,26 +575,61 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                     above += rsc[n] > ns && kp[n] != npos;
                 t->above[ni] += (double)above;
             }
-            double s2[KB], pz[KB];
-            for (int n = 0; n < KB; n++) {
-                const double x = rsc[n];
-                s2[n] = x * x;
-                rmin = x < rmin ? x : rmin;
-                rmax = fabs(x) > rmax ? fabs(x) : rmax;
-            }
-            run->cnt += (double)KB;
-            run->ss += sum16(rsc);
-            run->ss2 += sum16(s2);
-            rcnt += (double)KB;
-            if (share) {
-                int any = 0;
-                for (int n = 0; n < KB; n++) {
-                    const int use = rsc[n] - lse >= SHARE_LOG_FLOOR;
-                    pz[n] = use ? t->pe[n] : 0.0;
-                    any |= use;
+            double pz[KB];
+            int any = 0;
+#ifdef RB_METRICS_PROBE_AVX512
+            /* the same sums, mins, maxes and weights, in registers */
+            {
+                const __m512d x0 = _mm512_loadu_pd(rsc), x1 = _mm512_loadu_pd(rsc + 8);
+                if (!minmax16v(x0, x1, &rmin, &rmax))
+                    for (int n = 0; n < KB; n++) {
+                        const double x = rsc[n];
+                        rmin = x < rmin ? x : rmin;
+                        rmax = fabs(x) > rmax ? fabs(x) : rmax;
+                    }
+                run->cnt += (double)KB;
+                run->ss += sum16v(x0, x1);
+                run->ss2 += sum16v(_mm512_mul_pd(x0, x0), _mm512_mul_pd(x1, x1));
+                rcnt += (double)KB;
+                if (share) {
+                    const __m512d vl = _mm512_set1_pd(lse), fl = _mm512_set1_pd(SHARE_LOG_FLOOR);
+                    const __mmask8 u0 = _mm512_cmp_pd_mask(_mm512_sub_pd(x0, vl), fl, _CMP_GE_OQ);
+                    const __mmask8 u1 = _mm512_cmp_pd_mask(_mm512_sub_pd(x1, vl), fl, _CMP_GE_OQ);
+                    const __m512d p0 = _mm512_maskz_loadu_pd(u0, t->pe);
+                    const __m512d p1 = _mm512_maskz_loadu_pd(u1, t->pe + 8);
+                    _mm512_storeu_pd(pz, p0);
+                    _mm512_storeu_pd(pz + 8, p1);
+                    any = (u0 | u1) != 0;
+                    if (any)
+                        run->den += sum16v(p0, p1);
                 }
+            }
+#else
+            {
+                double s2[KB];
+                for (int n = 0; n < KB; n++) {
+                    const double x = rsc[n];
+                    s2[n] = x * x;
+                    rmin = x < rmin ? x : rmin;
+                    rmax = fabs(x) > rmax ? fabs(x) : rmax;
+                }
+                run->cnt += (double)KB;
+                run->ss += sum16(rsc);
+                run->ss2 += sum16(s2);
+                rcnt += (double)KB;
+                if (share) {
+                    for (int n = 0; n < KB; n++) {
+                        const int use = rsc[n] - lse >= SHARE_LOG_FLOOR;
+                        pz[n] = use ? t->pe[n] : 0.0;
+                        any |= use;
+                    }
+                    if (any)
+                        run->den += sum16(pz);
+                }
+            }
+#endif
+            if (share) {
                 if (any) {
-                    run->den += sum16(pz);
                     run_apply(run, W, rot);
                     apply16(W, pz, t->kd, d, rot);
                     run->wdirty = 1;
