@@ -5,8 +5,9 @@
 # hung in collective HDF5 writes), no CMA single-copy (unavailable in containers),
 # a single-threaded OpenBLAS pool (the kernels thread with OpenMP), and --quiet, so that
 # a rank's one-line error is not followed by Open MPI's banners about the exit status
-# (the status itself is passed on; a rank killed by a signal is named in one line here). Those flags are Open MPI's: another mpirun (MPICH's,
-# say, where update-alternatives points mpirun at it) gets none of them, only -n.
+# (the status itself is passed on; a rank killed by a signal is named in one line
+# here). Those flags are Open MPI's: another mpirun (MPICH's, say, where
+# update-alternatives points mpirun at it) gets none of them, only -n.
 # usage: scripts/mpirun.sh NRANKS program args...
 set -euo pipefail
 if [ $# -lt 2 ]; then

@@ -576,47 +576,40 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                 t->above[ni] += (double)above;
             }
             double pz[KB];
-            int any = 0;
+            int any = 0, minmax = 0; /* minmax: rmin and rmax already folded in */
+            run->cnt += (double)KB;
+            rcnt += (double)KB;
 #ifdef RB_METRICS_PROBE_AVX512
-            /* the same sums, mins, maxes and weights, in registers */
+            /* the sums, min, max and weights from registers */
             {
                 const __m512d x0 = _mm512_loadu_pd(rsc), x1 = _mm512_loadu_pd(rsc + 8);
-                if (!minmax16v(x0, x1, &rmin, &rmax))
-                    for (int n = 0; n < KB; n++) {
-                        const double x = rsc[n];
-                        rmin = x < rmin ? x : rmin;
-                        rmax = fabs(x) > rmax ? fabs(x) : rmax;
-                    }
-                run->cnt += (double)KB;
+                minmax = minmax16v(x0, x1, &rmin, &rmax);
                 run->ss += sum16v(x0, x1);
                 run->ss2 += sum16v(_mm512_mul_pd(x0, x0), _mm512_mul_pd(x1, x1));
-                rcnt += (double)KB;
                 if (share) {
-                    const __m512d vl = _mm512_set1_pd(lse), fl = _mm512_set1_pd(SHARE_LOG_FLOOR);
-                    const __mmask8 u0 = _mm512_cmp_pd_mask(_mm512_sub_pd(x0, vl), fl, _CMP_GE_OQ);
-                    const __mmask8 u1 = _mm512_cmp_pd_mask(_mm512_sub_pd(x1, vl), fl, _CMP_GE_OQ);
-                    const __m512d p0 = _mm512_maskz_loadu_pd(u0, t->pe);
-                    const __m512d p1 = _mm512_maskz_loadu_pd(u1, t->pe + 8);
-                    _mm512_storeu_pd(pz, p0);
-                    _mm512_storeu_pd(pz + 8, p1);
+                    const __m512d vl = _mm512_set1_pd(lse);
+                    const __m512d fl = _mm512_set1_pd(SHARE_LOG_FLOOR);
+                    const __mmask8 u0 =
+                        _mm512_cmp_pd_mask(_mm512_sub_pd(x0, vl), fl, _CMP_GE_OQ);
+                    const __mmask8 u1 =
+                        _mm512_cmp_pd_mask(_mm512_sub_pd(x1, vl), fl, _CMP_GE_OQ);
                     any = (u0 | u1) != 0;
-                    if (any)
+                    if (any) {
+                        const __m512d p0 = _mm512_maskz_loadu_pd(u0, t->pe);
+                        const __m512d p1 = _mm512_maskz_loadu_pd(u1, t->pe + 8);
+                        _mm512_storeu_pd(pz, p0);
+                        _mm512_storeu_pd(pz + 8, p1);
                         run->den += sum16v(p0, p1);
+                    }
                 }
             }
 #else
             {
                 double s2[KB];
-                for (int n = 0; n < KB; n++) {
-                    const double x = rsc[n];
-                    s2[n] = x * x;
-                    rmin = x < rmin ? x : rmin;
-                    rmax = fabs(x) > rmax ? fabs(x) : rmax;
-                }
-                run->cnt += (double)KB;
+                for (int n = 0; n < KB; n++)
+                    s2[n] = rsc[n] * rsc[n];
                 run->ss += sum16(rsc);
                 run->ss2 += sum16(s2);
-                rcnt += (double)KB;
                 if (share) {
                     for (int n = 0; n < KB; n++) {
                         const int use = rsc[n] - lse >= SHARE_LOG_FLOOR;
@@ -628,12 +621,16 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
                 }
             }
 #endif
-            if (share) {
-                if (any) {
-                    run_apply(run, W, rot);
-                    apply16(W, pz, t->kd, d, rot);
-                    run->wdirty = 1;
+            if (!minmax)
+                for (int n = 0; n < KB; n++) {
+                    const double x = rsc[n];
+                    rmin = x < rmin ? x : rmin;
+                    rmax = fabs(x) > rmax ? fabs(x) : rmax;
                 }
+            if (any) {
+                run_apply(run, W, rot);
+                apply16(W, pz, t->kd, d, rot);
+                run->wdirty = 1;
             }
             if (!c->persist)
                 run_flush(run, c, q, W, t);
