@@ -12,8 +12,13 @@ usage:
   dataset_file.py run FILE RESULTS -- mpiexec ... ropebench run ... --dump-inputs -o RESULTS
       runs the study; every case of dataset `file` must have /inputs/{q,k,v} equal to the
       file's rows, and finite lse/entropy
+  dataset_file.py bad_chunk RESULTS CASE... -- mpiexec ... ropebench run ... -o RESULTS
+      the run reads bad_chunk.h5 (one gzip chunk of k damaged): it must exit 1 with one
+      error line naming the file, the dataset and the filter's failure, and RESULTS must
+      hold exactly the cases CASE... (those finished before it), readable, lse finite
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,6 +181,28 @@ def make(d):
         t.set_ebias(100)
         sp = h5py.h5s.create_simple((H, S, D))
         h5py.h5d.create(f.id, b"k", t, sp)
+    # k compressed (gzip, chunks of 50 positions) with one chunk damaged: head 0,
+    # positions 450-499, which only cases longer than 450 tokens read, on whichever rank
+    # holds them (a filter failing on one rank inside a collective read)
+    write(f"{d}/bad_chunk.h5", {}, skip=("k",))
+    with h5py.File(f"{d}/bad_chunk.h5", "a") as f:
+        f.create_dataset("k", data=np.random.default_rng(12).standard_normal((H, S, D))
+                         .astype(np.float32), chunks=(1, 50, D), compression="gzip")
+    with h5py.File(f"{d}/bad_chunk.h5", "r") as f:
+        info = f["k"].id.get_chunk_info_by_coord((0, 450, 0))
+    with open(f"{d}/bad_chunk.h5", "r+b") as fh:  # the deflate stream past its header
+        fh.seek(info.byte_offset + 8)
+        raw = bytearray(fh.read(info.size - 12))
+        fh.seek(info.byte_offset + 8)
+        fh.write(bytes(x ^ 0x5A for x in raw))
+    with h5py.File(f"{d}/bad_chunk.h5", "r") as f:
+        f["k"][0, 400:450]  # the chunk before it reads
+        try:
+            f["k"][0, 450:]
+            print("FAIL: bad_chunk.h5: the damaged chunk still reads")
+            return 1
+        except OSError:
+            pass
     # k with a null dataspace (h5py.Empty): named as empty, not as a scalar
     write(f"{d}/null_k.h5", {}, skip=("k",))
     with h5py.File(f"{d}/null_k.h5", "a") as f:
@@ -270,6 +297,46 @@ def run(argv):
     return 1 if failed else 0
 
 
+def bad_chunk(argv):
+    sep = argv.index("--")
+    results, want_cases, cmd = argv[0], sorted(argv[1:sep]), argv[sep + 1:]
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=240)
+    problems = []
+    if p.returncode != 1:
+        problems.append(f"exit status {p.returncode}, expected 1")
+    for bad in ("Sanitizer", "runtime error", "Segmentation", "Aborted", "HDF5-DIAG",
+                "Traceback"):
+        if bad in p.stderr or bad in p.stdout:
+            problems.append(f"output contains '{bad}'")
+    lines = [l for l in p.stderr.splitlines()
+             if l.startswith("ropebench:") and " note: " not in l]
+    want = [r"bad_chunk\.h5: reading dataset k \(head 0\) failed: .*inflate",
+            rf"the {len(want_cases)} finished case\(s\) stay readable in "]
+    if len(lines) != 2 or not all(re.search(w, l) for w, l in zip(want, lines)):
+        problems.append(f"stderr lines {lines!r}, expected two matching {want!r}")
+    try:
+        with h5py.File(results, "r") as f:
+            got = sorted(f["cases"])
+            if got != want_cases:
+                problems.append(f"cases {got}, expected {want_cases}")
+            for c in got:
+                if not np.all(np.isfinite(f["cases"][c]["rows/lse"][...])):
+                    problems.append(f"{c}: non-finite lse")
+    except OSError as e:
+        problems.append(f"{results} does not read: {e}")
+    if problems:
+        print("FAIL:", " ".join(cmd))
+        for x in problems:
+            print("  -", x)
+        print("--- stderr ---\n" + p.stderr)
+        print("0 passed, 1 failed")
+        return 1
+    print("ok:", lines[0])
+    print("1 passed, 0 failed")
+    return 0
+
+
 def main():
     cmd, argv = sys.argv[1], sys.argv[2:]
     if cmd == "make":
@@ -278,6 +345,8 @@ def main():
         return read(argv)
     if cmd == "run":
         return run(argv)
+    if cmd == "bad_chunk":
+        return bad_chunk(argv)
     print(__doc__)
     return 2
 

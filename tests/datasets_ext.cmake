@@ -203,6 +203,21 @@ foreach(pf partial partial_gzip partial_head chunk_f16 gzip_f32 be_f32 unwritten
     FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
 endforeach()
 
+# a gzip chunk of k that does not inflate, read by the 480-token cases only, on 1-3
+# ranks (on 2 and 3 by one rank only, inside the collective read): one line naming the
+# file, the dataset and HDF5's reason, exit 1, the 240-token cases kept and readable
+foreach(np 1 2 3)
+  set(_res ${RB_DF_WORK}/bad_chunk_np${np}.h5)
+  rb_add_test(NAME dataset_file_error_bad_chunk_np${np} TIMEOUT 240 COMMAND ${RB_PYTHON}
+    ${RB_DF} bad_chunk ${_res} none-L240-full-file pi-x4-L240-full-file --
+    ${RB_MPIEXEC_CMD} ${np} $<TARGET_FILE:ropebench> run -q
+    -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set scaling.methods=none,pi
+    --set study.datasets=file --set study.modes=full --set study.seq_lens=240,480
+    --set file.path=${RB_DF_WORK}/bad_chunk.h5 -o ${_res})
+  set_tests_properties(dataset_file_error_bad_chunk_np${np} PROPERTIES
+    FIXTURES_REQUIRED rb_dataset_files PROCESSORS ${np} LABELS "cli;mpi")
+endforeach()
+
 # end to end on 2 ranks: the study's pre-RoPE inputs are the file's rows (float32 and
 # float16), beside a spectral case
 foreach(dt f32 f16)
