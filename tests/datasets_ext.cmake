@@ -227,8 +227,15 @@ foreach(dt f32 f16)
     -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set scaling.methods=none,yarn
     --set study.datasets=file,spectral --set file.path=${RB_DF_WORK}/good_${dt}.h5
     --dump-inputs -o ${_res})
-  set_tests_properties(dataset_file_run_${dt} PROPERTIES
+  set_tests_properties(dataset_file_run_${dt} PROPERTIES FIXTURES_SETUP rb_df_run_${dt}
     FIXTURES_REQUIRED rb_dataset_files PROCESSORS 2 LABELS mpi)
+  # the probe rows' q, which every rank reads from the file apart from its shard's rows:
+  # the stored lse, entropy and outputs of every case (probe ones included) against
+  # numpy's attention on the dumped inputs, which the test above found equal to the file
+  rb_add_test(NAME dataset_file_run_${dt}_oracle COMMAND ${RB_PYTHON}
+    ${CMAKE_CURRENT_SOURCE_DIR}/oracle_attention.py ${_res})
+  set_tests_properties(dataset_file_run_${dt}_oracle PROPERTIES
+    FIXTURES_REQUIRED rb_df_run_${dt} LABELS io)
 endforeach()
 
 # --resume of a file-dataset study only with the input its cases were computed from
