@@ -554,9 +554,11 @@ static void do_block(const shared_ctx *c, thread_acc *t, int64_t n0, int nb)
             for (int n = 0; n < KB; n++) {
                 /* a key the row does not see may score far above its lse: its weight
                  * (never used) is taken at the floor, and the others are capped where
-                 * p would leave float's range (only an lse off by > 88 reaches it) */
+                 * p would leave float's range (only an lse off by > 88 reaches it); a
+                 * NaN score (outside the contract: inputs finite) goes to the floor
+                 * too, not into exp_share's integer conversion */
                 const double x = kvis[n] <= qp ? sc[n] - lse : SHARE_LOG_FLOOR;
-                pe[n] = (double)(float)exp_share(x < SHARE_LOG_FLOOR ? SHARE_LOG_FLOOR
+                pe[n] = (double)(float)exp_share(!(x >= SHARE_LOG_FLOOR) ? SHARE_LOG_FLOOR
                                                  : x > SHARE_LOG_CAP ? SHARE_LOG_CAP : x);
             }
         }
