@@ -100,6 +100,8 @@ typedef struct {
     int64_t threads;    /* attribute threads (-1 if absent) */
     int complete;       /* complete == 1 */
     char *problem;      /* why it is listed as incomplete/unreadable, NULL if fine */
+    int not_case;       /* a /cases entry that is no case at all (a soft link, not a
+                         * readable group): said on stderr as a damaged finished case is */
     /* rows (complete cases only) */
     int64_t nrows_read;
     double mean_entropy, mean_lse;

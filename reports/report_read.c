@@ -1129,6 +1129,7 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     if (info->type != H5L_TYPE_HARD) {
         set_problem(c, "%s %s", "/cases entry", "is a soft link, which no run writes (not "
                     "followed)");
+        c->not_case = 1;
         return 0;
     }
     H5O_info_t oi;
@@ -1137,6 +1138,7 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
         (g = H5Gopen2(cases, name, H5P_DEFAULT)) < 0) {
         H5Eclear2(H5E_DEFAULT);
         set_problem(c, "%s %s", "/cases entry", "is not a readable group");
+        c->not_case = 1;
         return 0;
     }
     attrs_read(g, &c->attrs);

@@ -1177,12 +1177,13 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
     if (rc == RB_OK && written)
         *written = 1;
     if (rc == RB_OK && errlen) {
-        /* finished cases that could not be read (a damaged file) are said on the
+        /* finished cases that could not be read (a damaged file), and /cases entries
+         * that are no case (a soft link, not a readable group), are said on the
          * terminal too, not only in the report's list of skipped cases; after the
          * plots' failure, when some failed (a line each) */
         size_t bad = 0, first = 0, drawn = 0;
         for (size_t i = 0; i < f.ncases; i++)
-            if (f.cases[i].problem && f.cases[i].complete && !bad++)
+            if (f.cases[i].problem && (f.cases[i].complete || f.cases[i].not_case) && !bad++)
                 first = i;
         for (size_t k = 0; k < np; k++)
             drawn += plots[k].svg_name[0] != '\0';
@@ -1198,9 +1199,10 @@ int rb_report_write(const char *results_path, const char *outdir, char *err,
             }
             char nm[600];
             rp_printable(nm, sizeof nm, f.cases[first].name);
-            snprintf(err + at, errlen - at, "report: %s: %zu finished case(s) could not be read "
-                     "and are listed as skipped (%s: %s%s)", results_path, bad, nm,
-                     f.cases[first].problem, bad > 1 ? "; and others" : "");
+            snprintf(err + at, errlen - at, "report: %s: %zu finished case(s) or /cases "
+                     "entries could not be read and are listed as skipped (%s: %s%s)",
+                     results_path, bad, nm, f.cases[first].problem,
+                     bad > 1 ? "; and others" : "");
         }
     }
 cleanup:

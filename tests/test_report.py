@@ -668,6 +668,19 @@ def damaged_cases(cmd, work, good):
     if rc != 0 or len(lines) != 1 or "soft link" not in lines[0]:
         fail("soft-case: status %d, lines naming zz-soft %s (want one, listing it as a soft "
              "link)" % (rc, lines[:3]))
+    # ... and said on stderr in one line, as the README says (it was the report alone),
+    # as is a dataset under /cases
+    want = "1 finished case(s) or /cases entries could not be read"
+    err = [l for l in se.splitlines() if l.strip()]
+    if len(err) != 1 or want not in err[0] or "zz-soft" not in err[0] or \
+            "soft link" not in err[0]:
+        fail("soft-case: stderr %r (want one line: '%s ... zz-soft ... soft link')" % (se, want))
+    p, rc, so, se, text = report_of("dataset-case", lambda f: f.__setitem__(
+        "cases/zz-data", np.arange(3.0)))
+    err = [l for l in se.splitlines() if l.strip()]
+    if rc != 0 or len(err) != 1 or want not in err[0] or "not a readable group" not in err[0]:
+        fail("dataset-case: status %d, stderr %r (want one line: '%s ... not a readable "
+             "group')" % (rc, se, want))
 
     # text of the file cannot become a Markdown link or image in report.md
     p, rc, so, se, text = report_of("md-link", lambda f: f.attrs.__setitem__(
@@ -1030,7 +1043,7 @@ def review_2026_12_03(cmd, work, good, bench_only):
     rc, out, md = fresh(variant("plot-and-case", good, both), "plot-and-case")
     lines = [l for l in out.splitlines() if l.strip()]
     if rc == 0 or rc >= 128 or len(lines) != 2 or "gnuplot failed on 1 of" not in lines[0] or \
-            "1 finished case(s) could not be read" not in lines[1]:
+            "1 finished case(s) or /cases entries could not be read" not in lines[1]:
         fail("plot failure and an unreadable case: rc %d, lines %s" % (rc, lines))
     # a timing dataset that is not one value per rank: the case listed as skipped, named
     def timing(f):
