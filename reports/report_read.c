@@ -1045,6 +1045,11 @@ static void case_check_attrs(rp_case *c, const double num[CA_N], const int st[CA
         set_problem(c, "%s %s", "attribute mode", "is neither \"full\" nor \"probe\"");
         return;
     }
+    if (rb_rope_method_parse(c->method) < 0) {
+        set_problem(c, "%s %s", "attribute method", "is not a method ropebench knows "
+                    "(none, pi, ntk, dynamic_ntk, yarn, llama3, longrope)");
+        return;
+    }
     for (int k = 0; k < CA_N; k++) {
         if ((st[k] == 0 && !case_nums[k].need) ||
             (st[k] == 1 && in_range(num[k], case_nums[k].lo, case_nums[k].hi,
@@ -1156,7 +1161,8 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
         if (st[k] != 1)
             num[k] = NAN;
     }
-    c->factor = attr_num(g, "factor", &v) == 1 ? v : NAN;
+    const int factor_st = attr_num(g, "factor", &v);
+    c->factor = factor_st == 1 ? v : NAN;
     c->seq_len = d2i(num[CA_SEQ], -1);
     c->heads = d2i(num[CA_HEADS], -1);
     c->n_rows = d2i(num[CA_NROWS], -1);
@@ -1171,6 +1177,11 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
         set_problem(c, "%s%s", "incomplete (no complete=1: interrupted run)", "");
     else {
         case_check_attrs(c, num, st);
+        /* (factor: absent in no file a run writes, but read as n/a if so; present, a
+         * run's scale factor is finite and positive) */
+        if (!c->problem && factor_st != 0 && !(factor_st == 1 && isfinite(c->factor) &&
+                                               c->factor > 0))
+            set_problem(c, "%s %s", "attribute factor", "is not a positive number");
         if (!c->problem)
             case_read_rows(g, c);
         if (!c->problem)

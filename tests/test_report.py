@@ -730,6 +730,21 @@ def damaged_cases(cmd, work, good):
     if bad:
         fail("damaged-attrs: " + "; ".join(bad[:4]))
 
+    # a finished case whose method no run writes, or whose factor is not a positive
+    # number: listed as skipped with the reason and said on stderr (both were shown as
+    # ordinary cases, the factor as n/a)
+    for label, attr, val, why in (
+            ("bad-method", "method", "bogus\nline", "attribute method is not a method"),
+            ("nan-factor", "factor", np.float64("nan"), "attribute factor is not a positive"),
+            ("zero-factor", "factor", np.float64(0.0), "attribute factor is not a positive")):
+        p, rc, so, se, text = report_of(label, lambda f: f[P].attrs.__setitem__(attr, val))
+        name = P.split("/")[1]
+        err = [l for l in se.splitlines() if l.strip()]
+        listed = [l for l in text.splitlines() if name in l and why in l]
+        if rc != 0 or len(err) != 1 or why not in err[0] or len(listed) != 1:
+            fail("%s: status %d, stderr %r, report lines naming it with the reason %s" %
+                 (label, rc, se, listed[:2]))
+
     # nor emphasis or strikethrough (GFM), while an '_' inside a word stays as it is
     p, rc, so, se, text = report_of("md-emph", lambda f: f.attrs.__setitem__(
         "git_describe", "v1_rc2 _slanted_ __bold__ ~~struck~~ ~x~ *star*"))
