@@ -1229,11 +1229,14 @@ static int unused_notes(rb_config *c, char **v, char *err, size_t errlen)
  * is about was set: the key the message starts with, when the file set it; else the
  * first key the message names that the file set (a rule between two keys, "beta_fast =
  * 32: must be greater than beta_slow = 40", starts with the one left at its default).
- * line[i]: key i's line in `file` (0: default, -1: --set). Nothing without such a key. */
+ * line[i]: key i's line in `file` (0: default, -1: --set). Nothing without such a key,
+ * nor when the key the message is about (its first) was given by --set: the line of
+ * another key it names as a bound would read as the place of the error (a rotary_dim
+ * from --set was reported at head_dim's line). */
 static void locate(const char *file, const long *line, char *err, size_t errlen, int rc)
 {
-    int best = -1;
-    size_t blen = 0, bat = SIZE_MAX;
+    int best = -1, first = -1;
+    size_t blen = 0, bat = SIZE_MAX, fat = SIZE_MAX, flen = 0;
     for (int i = 0; err && file && i < RB_NKEYS; i++) {
         char kn[96];
         size_t n = (size_t)snprintf(kn, sizeof kn, "%s.%s", RB_KEYS[i].section,
@@ -1242,6 +1245,11 @@ static void locate(const char *file, const long *line, char *err, size_t errlen,
             const size_t pos = (size_t)(at - err);
             if (!strchr(" :=,)", at[n]) || (pos && at[-1] != ' ' && at[-1] != '('))
                 continue; /* a longer key's name, or inside a word */
+            if (pos < fat || (pos == fat && n > flen)) {
+                first = i;
+                flen = n;
+                fat = pos;
+            }
             if (line[i] > 0 && (pos < bat || (pos == bat && n > blen))) {
                 best = i;
                 blen = n;
@@ -1250,7 +1258,7 @@ static void locate(const char *file, const long *line, char *err, size_t errlen,
             break;
         }
     }
-    if (best >= 0) {
+    if (best >= 0 && !(first >= 0 && line[first] < 0)) {
         char tmp[1024];
         snprintf(tmp, sizeof tmp, "%s", err);
         rb_errf(err, errlen, rc, "%s:%ld: %s", file, line[best], tmp);

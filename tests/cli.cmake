@@ -37,6 +37,10 @@ rb_cli_error(unknown_section 2 "unknown section \\[modle\\]" ${R} -c ${RB_WORK}/
 rb_cli_error(key_twice 2 "model.head_dim given twice" ${R} -c ${RB_WORK}/twice.ini)
 rb_cli_error(syntax 2 "syntax.ini:3: syntax error" ${R} -c ${RB_WORK}/syntax.ini)
 rb_cli_error(value_line 2 "value_line.ini:3: model.head_dim = 65: must be even" ${R} -c ${RB_WORK}/value_line.ini)
+# a value given by --set whose bound is another key's, set in the file: no file:line (it
+# named head_dim's line 2 as the place of rotary_dim's error)
+rb_cli_error(set_value_no_line 2 "^ropebench: model.rotary_dim = 64: must be in \\[2, 32\\] \\(32 = model.head_dim\\)"
+  ${R} -c ${CMAKE_CURRENT_SOURCE_DIR}/data/small.ini --set model.rotary_dim=64)
 # a file.path of ~420 characters is named whole (it was cut at 255, without a word);
 # a value too long to show whole ends with "..."; a subnormal double (1e-310, which
 # strtod flags as underflow) is a number like any other
