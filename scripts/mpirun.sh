@@ -30,6 +30,10 @@ if ! command -v mpirun >/dev/null 2>&1; then
   echo "mpirun.sh: no mpirun on PATH (scripts/setup.sh installs Open MPI)" >&2
   exit 2
 fi
+if ! command -v setsid >/dev/null 2>&1; then
+  echo "mpirun.sh: no setsid on PATH (util-linux has it)" >&2
+  exit 2
+fi
 flags=()
 if mpirun --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
   flags=(--quiet)
@@ -41,33 +45,20 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 # mpirun runs as a child rather than exec'd, so that a rank killed by a signal can be
 # named: with --quiet, Open MPI exits 128 + the signal and says nothing, and a rank
-# taken by the out-of-memory killer left just "exit 137". INT, TERM and HUP sent to this
-# script are passed on to mpirun (which stops the ranks as when it gets them itself),
-# but not a signal mpirun has had already: mpirun shares this script's process group,
-# so while that group is its terminal's foreground group, a Ctrl-C (or a hangup) went
-# to mpirun too, and Open MPI takes a second SIGINT as "kill at once", mid-write
-# included (a lock and a partial file were left, the clean stop's line never came).
-# There INT and HUP are left to the terminal (kill -TERM the script from elsewhere).
-# A job a script starts with & has INT ignored from the start, as POSIX shells do
-# without job control, and bash cannot trap it: TERM stops such a job.
-# stdin is passed on explicitly (a job started with & would get /dev/null).
-mpirun ${flags[@]+"${flags[@]}"} -n "$n" "$@" 0<&0 &
+# taken by the out-of-memory killer left just "exit 137". It runs in a session of its
+# own (setsid), and INT, TERM and HUP that reach this script are passed on to it once:
+# in the script's process group, a terminal's Ctrl-C or hangup, or a kill of the whole
+# job, reached mpirun as well as the script, and Open MPI takes a second SIGINT or
+# SIGTERM as "kill the ranks now", mid-write included (a lock and a partial file were
+# left, the clean stop's line never came). So Ctrl-Z stops this script, not the run,
+# and a job a script starts with & has INT ignored from the start (POSIX shells start
+# such jobs so; bash cannot trap it): TERM stops that one. stdin is passed on
+# explicitly (a job started with & would get /dev/null).
+setsid mpirun ${flags[@]+"${flags[@]}"} -n "$n" "$@" 0<&0 &
 child=$!
 traps=0
-# tty_foreground: whether this script's process group is its controlling terminal's
-# foreground group (fields 5 and 8 of /proc/self/stat, after the command name; no
-# terminal: tpgid -1), so that the terminal's INT and HUP reach mpirun by themselves
-tty_foreground() {
-  local st
-  st=$(cat /proc/$$/stat 2>/dev/null) || return 1
-  st=${st##*) }
-  # shellcheck disable=SC2086  # split into the fields
-  set -- $st
-  [ "${6:--1}" != -1 ] && [ "$3" = "$6" ]
-}
 forward() {
   traps=$((traps + 1))
-  if [ "$1" != TERM ] && tty_foreground; then return 0; fi
   kill -"$1" "$child" 2>/dev/null || true
 }
 for s in INT TERM HUP; do

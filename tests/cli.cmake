@@ -276,9 +276,10 @@ set_tests_properties(cli_mpirun_sh_args PROPERTIES LABELS "cli")
 rb_add_test(NAME cli_mpirun_sh_signals COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpirun_sh_signals.sh
   ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh ${RB_PYTHON} LABELS "cli;mpi" TIMEOUT 300)
 set_tests_properties(cli_mpirun_sh_signals PROPERTIES PROCESSORS 2)
-# Ctrl-C at a terminal on scripts/mpirun.sh running a study: one SIGINT reaches mpirun
-# (the terminal's; the script passed on a second, which Open MPI takes as "kill now":
-# the lock and a partial file were left), the clean stop between cases and mid-write
+# signals to scripts/mpirun.sh running a study reach mpirun once (a terminal's Ctrl-C and
+# a kill of the job went to mpirun too, and the script passed a second on, which Open
+# MPI takes as "kill now": the lock and a partial file were left): Ctrl-C typed between
+# cases and mid-write, SIGINT from a program at a terminal, SIGTERM to the job's group
 rb_add_test(NAME cli_mpirun_sh_ctrl_c COMMAND ${RB_PYTHON}
   ${CMAKE_CURRENT_SOURCE_DIR}/mpirun_sh_ctrl_c.py ${CMAKE_SOURCE_DIR}/scripts/mpirun.sh
   $<TARGET_FILE:ropebench> ${CMAKE_CURRENT_BINARY_DIR}/mpirun_sh_ctrl_c LABELS "cli;mpi"

@@ -39,10 +39,7 @@ out=$(echo "piped text" | timeout 60 "$s" 1 cat 2>&1); rc=$?
 [ "$rc" = 0 ] && [ "$out" = "piped text" ] || bad "stdin: exit $rc, output '$out' (want 0, 'piped text')"
 
 # a signal to the script stops the run. Started from Python (a job a script starts with &
-# ignores INT, and a shell cannot trap a signal it was started ignoring), in a session of
-# its own: without a terminal every signal is passed on (in a terminal's foreground
-# group INT and HUP are left to the terminal, which sends them to mpirun as well;
-# mpirun_sh_ctrl_c.py)
+# ignores INT, and a shell cannot trap a signal it was started ignoring)
 cat > "$work/wait.sh" <<'EOF'
 #!/usr/bin/env bash
 touch "$READY.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
@@ -54,8 +51,7 @@ for sig in TERM INT HUP; do
   res=$(READY="$work/ready" "$py" - "$s" "$work/wait.sh" "$sig" "$work" <<'EOF'
 import glob, signal, subprocess, sys, time
 s, prog, sig, work = sys.argv[1:]
-p = subprocess.Popen([s, "2", prog], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                     start_new_session=True)
+p = subprocess.Popen([s, "2", prog], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 t0 = time.time()
 while len(glob.glob(work + "/ready.*")) < 2 and p.poll() is None and time.time() - t0 < 60:
     time.sleep(0.05)
