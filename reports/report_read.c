@@ -1046,8 +1046,12 @@ static void case_check_attrs(rp_case *c, const double num[CA_N], const int st[CA
         return;
     }
     if (rb_rope_method_parse(c->method) < 0) {
-        set_problem(c, "%s %s", "attribute method", "is not a method ropebench knows "
-                    "(none, pi, ntk, dynamic_ntk, yarn, llama3, longrope)");
+        char why[200] = "is not a method ropebench knows (";
+        for (int m = 0; m < RB_ROPE_COUNT; m++)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", m ? ", " : "",
+                     rb_rope_method_name((rb_rope_method)m));
+        snprintf(why + strlen(why), sizeof why - strlen(why), ")");
+        set_problem(c, "%s %s", "attribute method", why);
         return;
     }
     for (int k = 0; k < CA_N; k++) {
@@ -1178,10 +1182,12 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
     else {
         case_check_attrs(c, num, st);
         /* (factor: absent in no file a run writes, but read as n/a if so; present, a
-         * run's scale factor is finite and positive) */
-        if (!c->problem && factor_st != 0 && !(factor_st == 1 && isfinite(c->factor) &&
-                                               c->factor > 0))
-            set_problem(c, "%s %s", "attribute factor", "is not a positive number");
+         * run's scale factor, in [1, 1e6] as scaling.factor must be, and 1 for none) */
+        if (!c->problem && factor_st != 0 &&
+            !(factor_st == 1 && c->factor >= 1 && c->factor <= 1e6 &&
+              (c->factor == 1 || strcmp(c->method, "none") != 0)))
+            set_problem(c, "%s %s", "attribute factor",
+                        "is not a number in [1, 1e6] (1 for method none)");
         if (!c->problem)
             case_read_rows(g, c);
         if (!c->problem)

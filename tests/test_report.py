@@ -733,17 +733,30 @@ def damaged_cases(cmd, work, good):
     # a finished case whose method no run writes, or whose factor is not a positive
     # number: listed as skipped with the reason and said on stderr (both were shown as
     # ordinary cases, the factor as n/a)
-    for label, attr, val, why in (
-            ("bad-method", "method", "bogus\nline", "attribute method is not a method"),
-            ("nan-factor", "factor", np.float64("nan"), "attribute factor is not a positive"),
-            ("zero-factor", "factor", np.float64(0.0), "attribute factor is not a positive")):
-        p, rc, so, se, text = report_of(label, lambda f: f[P].attrs.__setitem__(attr, val))
-        name = P.split("/")[1]
+    def check_skipped(label, name, rc, se, text, why):
         err = [l for l in se.splitlines() if l.strip()]
         listed = [l for l in text.splitlines() if name in l and why in l]
         if rc != 0 or len(err) != 1 or why not in err[0] or len(listed) != 1:
             fail("%s: status %d, stderr %r, report lines naming it with the reason %s" %
                  (label, rc, se, listed[:2]))
+    for label, attr, val, why in (
+            ("bad-method", "method", "bogus\nline", "attribute method is not a method"),
+            ("nan-factor", "factor", np.float64("nan"), "attribute factor is not a number in"),
+            ("zero-factor", "factor", np.float64(0.0), "attribute factor is not a number in"),
+            ("half-factor", "factor", np.float64(0.5), "attribute factor is not a number in"),
+            ("huge-factor", "factor", np.float64(2e6), "attribute factor is not a number in")):
+        p, rc, so, se, text = report_of(label, lambda f: f[P].attrs.__setitem__(attr, val))
+        check_skipped(label, P.split("/")[1], rc, se, text, why)
+    # method none with a factor other than 1 (a run writes 1 there)
+    with h5py.File(good, "r") as f:
+        nones = [c for c in f["cases"] if f["cases"][c].attrs.get("method") in ("none", b"none")]
+    if not nones:
+        fail("none-factor: the file has no case of method none")
+    else:
+        why = "attribute factor is not a number in"
+        p, rc, so, se, text = report_of("none-factor", lambda f: f["cases"][nones[0]].attrs
+                                        .__setitem__("factor", np.float64(4.0)))
+        check_skipped("none-factor", nones[0], rc, se, text, why)
 
     # nor emphasis or strikethrough (GFM), while an '_' inside a word stays as it is
     p, rc, so, se, text = report_of("md-emph", lambda f: f.attrs.__setitem__(
