@@ -1010,7 +1010,8 @@ static void case_read_metrics(hid_t g, rp_case *c)
  * where `whole`; `need` 1: always there, 0: absent in files that predate it (the tables
  * show n/a then) but in range when present. `why` names the fault (NULL: "is missing,
  * not a whole number, or outside lo .. hi"). */
-enum { CA_SEQ, CA_HEADS, CA_HD, CA_NROWS, CA_THREADS, CA_FLOPS, CA_PEAK, CA_TRIAD, CA_N };
+enum { CA_SEQ, CA_HEADS, CA_HD, CA_NROWS, CA_THREADS, CA_FLOPS, CA_PEAK, CA_TRIAD, CA_FACTOR,
+       CA_N };
 static const struct {
     const char *name;
     double lo, hi;
@@ -1025,6 +1026,8 @@ static const struct {
     [CA_FLOPS] = {"flops", 0, DBL_MAX, 0, 0, "is not a number, negative or not finite"},
     [CA_PEAK] = {"peak_fma_gflops", DBL_MIN, DBL_MAX, 0, 0, "is not a positive number"},
     [CA_TRIAD] = {"triad_gbps", DBL_MIN, DBL_MAX, 0, 0, "is not a positive number"},
+    /* scaling.factor's range; 1 for method none (case_check_attrs) */
+    [CA_FACTOR] = {"factor", 1, 1e6, 0, 0, "is not a number in [1, 1e6] (1 for method none)"},
 };
 
 /* case_check_attrs: the string attributes every finished case carries, and the numeric
@@ -1069,6 +1072,8 @@ static void case_check_attrs(rp_case *c, const double num[CA_N], const int st[CA
         set_problem(c, "%s %s", what, why);
         return;
     }
+    if (st[CA_FACTOR] == 1 && num[CA_FACTOR] != 1 && strcmp(c->method, "none") == 0)
+        set_problem(c, "%s %s", "attribute factor", case_nums[CA_FACTOR].why);
 }
 
 /* needles_check: the needles table of a case in its ranges (head in [0, heads),
@@ -1165,8 +1170,7 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
         if (st[k] != 1)
             num[k] = NAN;
     }
-    const int factor_st = attr_num(g, "factor", &v);
-    c->factor = factor_st == 1 ? v : NAN;
+    c->factor = num[CA_FACTOR];
     c->seq_len = d2i(num[CA_SEQ], -1);
     c->heads = d2i(num[CA_HEADS], -1);
     c->n_rows = d2i(num[CA_NROWS], -1);
@@ -1181,13 +1185,6 @@ static herr_t case_cb(hid_t cases, const char *name, const H5L_info_t *info, voi
         set_problem(c, "%s%s", "incomplete (no complete=1: interrupted run)", "");
     else {
         case_check_attrs(c, num, st);
-        /* (factor: absent in no file a run writes, but read as n/a if so; present, a
-         * run's scale factor, in [1, 1e6] as scaling.factor must be, and 1 for none) */
-        if (!c->problem && factor_st != 0 &&
-            !(factor_st == 1 && c->factor >= 1 && c->factor <= 1e6 &&
-              (c->factor == 1 || strcmp(c->method, "none") != 0)))
-            set_problem(c, "%s %s", "attribute factor",
-                        "is not a number in [1, 1e6] (1 for method none)");
         if (!c->problem)
             case_read_rows(g, c);
         if (!c->problem)
