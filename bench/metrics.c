@@ -360,7 +360,11 @@ int rb_metrics_head(rb_case_metrics *m, MPI_Comm comm, const rb_kernel_ops *ops,
     double ns[RB_NEEDLE_MAX];
     kn = malloc(row * sizeof *kn);
     if (m->precision) {
-        qf = malloc((size_t)m->nq * row * sizeof *qf);
+        /* handed to the probe kernel below: 64-byte aligned, as rb_kernels_alloc's
+         * contract asks of q, k and v (malloc gave offsets of 16-48 bytes, so every
+         * row load split two lines; metric 7's attention took the same 0.046-0.056 s
+         * either way on the Zen 5 host of 2026-12-04, within its noise) */
+        qf = rb_kernels_alloc((size_t)m->nq * row * sizeof *qf);
         lf = malloc((size_t)m->nq * sizeof *lf);
         hf = malloc((size_t)m->nq * sizeof *hf);
     }
