@@ -700,26 +700,6 @@ static int cmp_rows(const void *a, const void *b)
     return x->idx < y->idx ? -1 : (x->idx > y->idx);
 }
 
-/* page_alloc: n doubles at byte `off` (a multiple of 64, < 4096) into a page of their
- * own, so that the row copies q, the per-row W and the thread scratch (keys, kT) start
- * at different offsets within a page: vector loads never split a line, and a row of q
- * and its W are not 4 KiB apart, whose loads the core may take for depending on the
- * other's stores. With malloc's placement the accumulation took 0.47 or 0.70 s from
- * one call to the next (1M keys, 512 rows, d = 128, 1 thread, Zen 5 host, 2026-12-04);
- * placed so, 0.45-0.49 s in every call. NULL if out of memory. page_free(p, off)
- * releases it. */
-static double *page_alloc(size_t n, size_t off)
-{
-    char *p = aligned_alloc(4096, (sizeof(double) * n + off + 4095) & ~(size_t)4095);
-    return p ? (double *)(p + off) : NULL;
-}
-
-static void page_free(double *p, size_t off)
-{
-    if (p)
-        free((char *)p - off);
-}
-
 #ifndef RB_METRICS_PROBE_AVX512
 static
 #endif
@@ -780,22 +760,34 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
     const size_t per_thread = al8(nbins) * 4 + al8(nbins * (size_t)np) + 3 * al8(nqz) +
                               al8(nn) + al8(np) + 2 * al8((size_t)KB * (size_t)d) + 2 * KB +
                               al8(d);
-    const size_t qd_n = al8(nqz * (size_t)d + (nqz + 1) * (size_t)np);
-    const size_t wr_n = al8(nqz * (size_t)rot * (size_t)T + 1);
     int *pab = malloc(sizeof(int) * 2 * (size_t)(np > 0 ? np : 1));
     int64_t *ib = malloc(sizeof(int64_t) * (3 * nqz + 1 + nn));
-    double *qd = page_alloc(qd_n, 0);
-    double *tb = page_alloc(per_thread * (size_t)T, 1024);
     thread_acc *ta = malloc(sizeof(thread_acc) * (size_t)T);
     pos_idx *ps = malloc(sizeof(pos_idx) * nqz);
     /* per-row runs (and their W) kept across blocks, unless that is more than 32 MiB
      * of W per thread (many rows of a wide head): then each block flushes its runs */
     const int persist = nqz * (size_t)rot <= ((size_t)4 << 20);
     run_acc *runs = persist ? malloc(sizeof(run_acc) * nqz * (size_t)T) : NULL;
-    double *wr = persist ? page_alloc(wr_n, 512) : NULL;
+    /* The double rows of q (with their suffix sums), the per-row W and the thread
+     * scratch in one block from rb_kernels_alloc (64-byte aligned), at 0, 512 and 1024
+     * bytes past a multiple of 4 KiB from its start: a row of q and its W are then not
+     * 4 KiB apart, whose loads the core may take for depending on the other's stores.
+     * With malloc's placement (the rows from mmap at a page offset of 16 bytes, so
+     * every vector load of a row split two lines) the calls of one process took 0.47
+     * or 0.70-0.87 s each (1M keys, 512 rows, d = 128, 1 thread, Zen 5 host,
+     * 2026-12-04); placed so, the same time in every call of a process. */
+#define page_up(b) (((size_t)(b) + 4095) & ~(size_t)4095)
+    const size_t qd_bytes = sizeof(double) * al8(nqz * (size_t)d + (nqz + 1) * (size_t)np);
+    const size_t wr_bytes = persist ? sizeof(double) * nqz * (size_t)rot * (size_t)T : 0;
+    const size_t wr_at = page_up(qd_bytes) + 512, tb_at = page_up(wr_at + wr_bytes) + 1024;
+#undef page_up
+    char *arena = rb_kernels_alloc(tb_at + sizeof(double) * per_thread * (size_t)T);
+    double *qd = (double *)arena;
+    double *wr = arena && persist ? (double *)(arena + wr_at) : NULL;
+    double *tb = arena ? (double *)(arena + tb_at) : NULL;
     if (wr)
-        memset(wr, 0, sizeof(double) * wr_n);
-    if (!pab || !ib || !qd || !tb || !ta || !ps || (persist && (!runs || !wr))) {
+        memset(wr, 0, wr_bytes);
+    if (!pab || !ib || !arena || !ta || !ps || (persist && !runs)) {
         rc = rb_errf(err, errlen, RB_ENOMEM, "probe metrics: out of memory (%d threads)",
                      T);
         goto cleanup;
@@ -950,11 +942,9 @@ int ACCUMULATE_IMPL(const float *q, const int64_t *q_pos, const double *lse, int
 cleanup:
     free(pab);
     free(ib);
-    page_free(qd, 0);
-    page_free(tb, 1024);
+    free(arena);
     free(ta);
     free(runs);
-    page_free(wr, 512);
     free(ps);
     return rc;
 #undef al8
