@@ -14,7 +14,7 @@
  * (exact unwinding at every malloc, which those matches needed), and 1.8-2.1 s with
  * this library preloaded and malloc's stacks unwound by frame pointers: the blocks are
  * reachable again, and what Open MPI does leak is matched by the library that called
- * malloc (tests/CMakeLists.txt).
+ * malloc, so the exact unwinder is not needed (tests/CMakeLists.txt).
  *
  * Returning 0 without unloading is what dlclose() does anyway for a library still in
  * use or marked RTLD_NODELETE, so the callers see a successful call. The library is

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from rbtest import verdict
+
 
 def main():
     sep = sys.argv.index("--")
@@ -74,16 +76,11 @@ def main():
                                 f"object(s) naming {want[0]} (records naming ours: "
                                 f"{sorted(found)})")
     if problems:
-        print("FAIL:", " ".join(cmd))
-        for x in problems:
-            print("  -", x)
+        print(" ".join(cmd))
         print((p.stdout + p.stderr)[-2000:])
         for text in reports[:1]:
             print(f"--- the first report\n{text[-2000:]}")
-        return 1
-    print(f"PASS: {nranks} ranks, each rank's lost blocks reported with canary_make or "
-          f"canary_op on the stack")
-    return 0
+    return verdict(problems)
 
 
 if __name__ == "__main__":
