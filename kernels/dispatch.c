@@ -458,6 +458,70 @@ void *rb_kernels_alloc(size_t bytes)
     return p;
 }
 
+/* The kept scratch block (rb_kernels_scratch_take): at most one, guarded by a spin
+ * flag held only to swap these two words. */
+static atomic_flag scratch_busy = ATOMIC_FLAG_INIT;
+static void *scratch_kept;
+static size_t scratch_kept_bytes;
+
+static void scratch_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&scratch_busy, memory_order_acquire))
+        ;
+}
+
+static void scratch_unlock(void) { atomic_flag_clear_explicit(&scratch_busy, memory_order_release); }
+
+/* rb_kernels_scratch_take: see rb_kernels.h. A kept block too small is freed, so that
+ * what is kept grows to the largest call's need and no further. */
+void *rb_kernels_scratch_take(size_t bytes, size_t *got)
+{
+    scratch_lock();
+    void *p = scratch_kept;
+    size_t n = scratch_kept_bytes;
+    scratch_kept = NULL;
+    scratch_kept_bytes = 0;
+    scratch_unlock();
+    if (p && n < bytes) {
+        free(p);
+        p = NULL;
+    }
+    if (!p) {
+        p = rb_kernels_alloc(bytes);
+        n = bytes;
+    }
+    *got = p ? n : 0;
+    return p;
+}
+
+/* rb_kernels_scratch_give: see rb_kernels.h. Of the given block and the kept one (a
+ * concurrent call's), the larger is kept. */
+void rb_kernels_scratch_give(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    scratch_lock();
+    if (scratch_kept_bytes < bytes) {
+        void *old = scratch_kept;
+        scratch_kept = p;
+        scratch_kept_bytes = bytes;
+        p = old;
+    }
+    scratch_unlock();
+    free(p);
+}
+
+/* rb_kernels_scratch_release: see rb_kernels.h. */
+void rb_kernels_scratch_release(void)
+{
+    scratch_lock();
+    void *p = scratch_kept;
+    scratch_kept = NULL;
+    scratch_kept_bytes = 0;
+    scratch_unlock();
+    free(p);
+}
+
 #ifdef _OPENMP
 #include <omp.h>
 int rb_kernels_threads(void)

@@ -58,3 +58,10 @@ set_property(TEST kernels.grid_thread_limit APPEND PROPERTY ENVIRONMENT OMP_THRE
 add_executable(test_kernels_alloc test_kernels_alloc.c)
 target_link_libraries(test_kernels_alloc PRIVATE rb_kernels)
 rb_add_test(NAME kernels.alloc COMMAND test_kernels_alloc LABELS kernels)
+
+# the kernels' kept scratch block: reuse, growth, concurrent holders kept apart, and
+# fast kernels (query- and key-outer, fp32 and bf16) whose states do not depend on what
+# an earlier call left in it
+add_executable(test_kernels_scratch test_kernels_scratch.c)
+target_link_libraries(test_kernels_scratch PRIVATE rb_kernels ${MATH_LIBRARY})
+rb_add_test(NAME kernels.scratch COMMAND test_kernels_scratch LABELS kernels)

@@ -697,7 +697,18 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     const size_t st_floats = round_up(strows * 3, 16) + strows * dv;
     /* packed K/V: row mode all sub-blocks, stream mode one key block per thread */
     const size_t kv_sbs = stream ? (size_t)nthr * KB_SBS : (size_t)c.nsb;
-    qp = aligned_alloc(64, round_up(nrows_p * np * sizeof *qp, 64));
+    /* packed K and V, packed q and the threads' states in one kept block
+     * (rb_kernels_scratch_take: not faulted in again on every call) */
+    const size_t kv_bytes = round_up(kv_sbs * (kp_sz + vp_sz) * sizeof *kvp, 64),
+                 qp_bytes = round_up(nrows_p * np * sizeof *qp, 64);
+    size_t blk_got = 0;
+    char *blk = rb_kernels_scratch_take(
+        kv_bytes + qp_bytes + (size_t)nthr * st_floats * sizeof *stbuf, &blk_got);
+    if (blk) {
+        kvp = (uint32_t *)blk;
+        qp = (uint32_t *)(blk + kv_bytes);
+        stbuf = (float *)(blk + kv_bytes + qp_bytes);
+    }
     qposp = malloc(nrows_p * sizeof *qposp);
     gqmin = malloc((size_t)c.ng * sizeof *gqmin);
     gqmax = malloc((size_t)c.ng * sizeof *gqmax);
@@ -705,8 +716,6 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     sbmin = malloc((size_t)c.nsb * sizeof *sbmin);
     sbmax = malloc((size_t)c.nsb * sizeof *sbmax);
     sbval = malloc((size_t)c.nsb * sizeof *sbval);
-    stbuf = aligned_alloc(64, (size_t)nthr * st_floats * sizeof *stbuf);
-    kvp = aligned_alloc(64, kv_sbs * (kp_sz + vp_sz) * sizeof *kvp);
     jobs = stream ? NULL : malloc((size_t)nqb * sizeof *jobs);
     cut = stream ? malloc(((size_t)nthr + 1) * sizeof *cut) : NULL;
     if (!qp || !qposp || !gqmin || !gqmax || !kposp || !sbmin || !sbmax || !sbval ||
@@ -901,8 +910,7 @@ int rb_attn_tile_avx512_bf16(const float *q, const int64_t *q_pos, int64_t nq,
     }
 
 cleanup:
-    free(qp);
-    free(kvp);
+    rb_kernels_scratch_give(blk, blk_got);
     free(qposp);
     free(gqmin);
     free(gqmax);
@@ -912,7 +920,6 @@ cleanup:
     free(sbval);
     free(jobs);
     free(cut);
-    free(stbuf);
     return rc;
 }
 

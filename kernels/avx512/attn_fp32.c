@@ -1611,7 +1611,8 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     if (key_outer && T > (nk + BC - 1) / BC)
         T = (int)((nk + BC - 1) / BC);
     rb_row *rows = malloc((size_t)nq * sizeof *rows);
-    char *scr = NULL;
+    char *scr = NULL, *blk = NULL; /* blk: the call's rb_kernels_scratch_take block */
+    size_t blk_got = 0;
     float *kt = NULL, *vt = NULL;
     int64_t *kp = NULL, *bound = NULL, *sch = NULL;
     uint32_t *q2 = NULL;
@@ -1655,11 +1656,14 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
         const size_t sbytes = (size_t)nq * RB_STATE_STRIDE(d) * sizeof(double);
         const size_t per_thread = ko_ds_offset(&c) + round64(sbytes);
         const int64_t ntail = ko_tail_pieces(T, nk, sbytes);
-        scr = aligned_alloc(64, per_thread * (size_t)T);
-        tail = ntail > 0 ? malloc((size_t)ntail * sbytes) : NULL;
+        const size_t scr_bytes = per_thread * (size_t)T;
+        /* the threads' scratch and the tail pieces' states in one kept block
+         * (rb_kernels_scratch_take) */
+        scr = blk = rb_kernels_scratch_take(scr_bytes + round64((size_t)ntail * sbytes), &blk_got);
+        tail = ntail > 0 && blk ? (double *)(blk + scr_bytes) : NULL;
         bound = malloc(((size_t)T + (size_t)ntail + 1) * sizeof *bound);
         sch = malloc((3 * (size_t)((nk + BC - 1) / BC) + (size_t)nq + 1) * sizeof *sch);
-        if (!scr || !bound || !sch || (ntail > 0 && !tail))
+        if (!scr || !bound || !sch)
             rc = RB_ENOMEM;
         else
             run_key_outer(&c, bound, sch, scr, per_thread, T, tail, ntail, state);
@@ -1674,16 +1678,23 @@ static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const flo
     const int64_t nkb = (kc + BC - 1) / BC, nqb = (nq + BR - 1) / BR;
     const size_t per_thread = rows32_bytes(BR, dp) +
                               round64(BR * BC * sizeof(float));
-    scr = aligned_alloc(64, per_thread * (size_t)T);
-    kt = aligned_alloc(64, round64((size_t)nkb * (size_t)d * BC * sizeof(float)));
-    vt = aligned_alloc(64, round64((size_t)nkb * BC * dp * sizeof(float)));
-    kp = aligned_alloc(64, round64((size_t)nkb * BC * sizeof(int64_t)));
+    /* packed K, packed V, key positions and the threads' scratch in one kept block
+     * (rb_kernels_scratch_take: not faulted in again on every call) */
+    const size_t kt_bytes = round64((size_t)nkb * (size_t)d * BC * sizeof(float)),
+                 vt_bytes = round64((size_t)nkb * BC * dp * sizeof(float)),
+                 kp_bytes = round64((size_t)nkb * BC * sizeof(int64_t));
+    blk = rb_kernels_scratch_take(kt_bytes + vt_bytes + kp_bytes + per_thread * (size_t)T,
+                                  &blk_got);
     kb = malloc((size_t)nkb * sizeof *kb);
     qc = malloc((size_t)nqb * sizeof *qc);
-    if (!scr || !kt || !vt || !kp || !kb || !qc) {
+    if (!blk || !kb || !qc) {
         rc = RB_ENOMEM;
         goto cleanup;
     }
+    kt = (float *)blk;
+    vt = (float *)(blk + kt_bytes);
+    kp = (int64_t *)(blk + kt_bytes + vt_bytes);
+    scr = blk + kt_bytes + vt_bytes + kp_bytes;
     for (int64_t k0 = 0; k0 < nk; k0 += kc) {
         const int64_t n = nk - k0 < kc ? nk - k0 : kc;
         run_query_outer(&c, k0, n, kt, vt, kp, kb, qc, scr, per_thread, T, state);
@@ -1692,13 +1703,9 @@ cleanup:
     free(rows);
     free(qb);
     free(q2);
-    free(scr);
-    free(kt);
-    free(vt);
-    free(kp);
+    rb_kernels_scratch_give(blk, blk_got);
     free(bound);
     free(sch);
-    free(tail);
     free(kb);
     free(qc);
     return rc;
