@@ -443,13 +443,27 @@ const char *rb_kernels_hugepages(const char *setting)
  * may stall in direct compaction (first touch of 1 GiB: 0.68-2.3 s in a process started
  * after a long build, 0.07-0.17 s once free huge pages exist, 0.39 s on 4 KiB pages);
  * the default study on 2 ranks took 56 s with them and 58 s without. */
+/* alloc_align, alloc_len: rb_kernels_alloc's alignment for a block of `bytes`, and the
+ * length it allocates (a non-zero multiple of it; 0 when that overflows) */
+static size_t alloc_align(size_t bytes)
+{
+    return bytes >= RB_HUGE_MIN ? ((size_t)2 << 20) : bytes >= ((size_t)64 << 10) ? 4096 : 64;
+}
+
+static size_t alloc_len(size_t bytes)
+{
+    const size_t a = alloc_align(bytes);
+    if (bytes > SIZE_MAX - a)
+        return 0;
+    return bytes == 0 ? a : (bytes + a - 1) & ~(a - 1);
+}
+
 void *rb_kernels_alloc(size_t bytes)
 {
     const int huge = bytes >= RB_HUGE_MIN;
-    const size_t a = huge ? ((size_t)2 << 20) : bytes >= ((size_t)64 << 10) ? 4096 : 64;
-    if (bytes > SIZE_MAX - a)
+    const size_t a = alloc_align(bytes), len = alloc_len(bytes);
+    if (len == 0)
         return NULL;
-    const size_t len = bytes == 0 ? a : (bytes + a - 1) & ~(a - 1);
     void *p = aligned_alloc(a, len);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (p && huge && hugepages_wanted())
@@ -473,7 +487,9 @@ static void scratch_lock(void)
 static void scratch_unlock(void) { atomic_flag_clear_explicit(&scratch_busy, memory_order_release); }
 
 /* rb_kernels_scratch_take: see rb_kernels.h. A kept block too small is freed, so that
- * what is kept grows to the largest call's need and no further. */
+ * what is kept grows to the largest call's need and no further; a new block counts the
+ * whole length rb_kernels_alloc gave it (up to 2 MiB past `bytes` for large blocks),
+ * so that a call a little larger than the last still fits. */
 void *rb_kernels_scratch_take(size_t bytes, size_t *got)
 {
     scratch_lock();
@@ -488,7 +504,7 @@ void *rb_kernels_scratch_take(size_t bytes, size_t *got)
     }
     if (!p) {
         p = rb_kernels_alloc(bytes);
-        n = bytes;
+        n = alloc_len(bytes);
     }
     *got = p ? n : 0;
     return p;

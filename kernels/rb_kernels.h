@@ -293,15 +293,16 @@ int rb_kernels_helpers_avx512(void);
 void *rb_kernels_alloc(size_t bytes);
 
 /* rb_kernels_scratch_take: a block of at least `bytes` (rb_kernels_alloc's alignment
- * and huge pages) for one kernel call's scratch (packed K and V, row states), whose
- * size in bytes is stored in *got: the block an earlier call gave back
- * (rb_kernels_scratch_give) when it is large enough, its pages already faulted in, else
- * a new one. Why: a fresh block of megabytes per call is faulted in page by page on
- * every call (glibc unmaps or trims blocks that large when they are freed; how often
- * depends on what the process allocated before). On the 2-vCPU Zen 5 VM of 2026-12-04
- * the fp32 kernel's packing of K and V for a causal L = 16384, d = 128 call (16 MiB)
- * took 47 ms of its 0.43 s that way (docs/kernels.md, Scratch). Contents are undefined. Several threads may take blocks at once; each gets its own.
- * NULL (and *got = 0) if out of memory. */
+ * and huge pages) for one kernel call's scratch (packed K and V, row states); *got
+ * receives its usable size in bytes (>= bytes). It is the block an earlier call gave
+ * back (rb_kernels_scratch_give) when that is large enough, its pages already faulted
+ * in, else a new one. Why: a fresh block of megabytes per call is faulted in page by
+ * page on every call (glibc unmaps or trims blocks that large when they are freed; how
+ * often depends on what the process allocated before). On the 2-vCPU Zen 5 VM of
+ * 2026-12-04 the fp32 kernel's packing of K and V for a causal L = 16384, d = 128 call
+ * (16 MiB) took 47 ms of its 0.43 s that way (docs/kernels.md, Scratch). Contents are
+ * undefined. Several threads may take blocks at once; each gets its own. NULL (and
+ * *got = 0) if out of memory. */
 void *rb_kernels_scratch_take(size_t bytes, size_t *got);
 
 /* rb_kernels_scratch_give: the end of a call's use of a block from

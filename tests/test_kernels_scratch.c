@@ -47,7 +47,7 @@ static void pool_sequence(void)
     char *a = rb_kernels_scratch_take(1, &ga);
     check(a == p3 && ga == g2, "after giving back %zu and %zu bytes, take(1) got %p (%zu), want the larger %p",
           gb, g2, (void *)a, ga, (void *)p3);
-    check(a && (unsigned char)a[g2 - 1] == 0x22, "the kept block's contents changed under it");
+    check(a == p3 && (unsigned char)a[g2 - 1] == 0x22, "the kept block's contents changed under it");
     rb_kernels_scratch_give(a, ga);
 
     /* release: the next take starts a new block of what it asks */
@@ -82,6 +82,7 @@ static void pool_threads(void)
             unsigned char *p = rb_kernels_scratch_take(want, &got);
             if (!p || got < want) {
                 bad++;
+                rb_kernels_scratch_give(p, got);
                 continue;
             }
             const unsigned char mark = (unsigned char)(0x40 + tid);
@@ -117,7 +118,9 @@ typedef int (*tile_fn)(const float *, const int64_t *, int64_t, const float *, c
 
 /* One shape through one kernel with the kept block poisoned three ways (0xFF: NaN
  * floats; 0x00; 0x7F: 3.4e38): the states must be identical bit for bit and finite, and
- * the call must have taken the poisoned block (the pool holds it again afterwards). */
+ * the call must have used the poisoned block: it is kept again afterwards, and the
+ * 0xFF call wrote its first line (every kernel puts scratch it writes there: packed K,
+ * or thread 0's row state). */
 static void poison_case(const char *name, tile_fn fn, int64_t nq, int64_t nk, int d,
                         int64_t qpos0)
 {
@@ -152,8 +155,14 @@ static void poison_case(const char *name, tile_fn fn, int64_t nq, int64_t nk, in
               (long long)nk, d, bytes[i], rc);
         size_t got = 0;
         void *after = rb_kernels_scratch_take(1, &got);
-        check(after == blk, "%s: the call did not take the kept block (it holds %p, was %p)", name,
-              after, blk);
+        check(after == blk, "%s: the call did not give the kept block back (it holds %p, was %p)",
+              name, after, blk);
+        if (i == 0 && after == blk) {
+            unsigned char ff[64];
+            memset(ff, 0xFF, sizeof ff);
+            check(memcmp(after, ff, sizeof ff) != 0,
+                  "%s: the call did not write the kept block (its first line is still 0xFF)", name);
+        }
         rb_kernels_scratch_give(after, got);
     }
     size_t nonfinite = 0;
@@ -184,11 +193,18 @@ int main(void)
     if (!avx512)
         printf("note: no usable AVX-512 here, only the pool itself is tested\n");
     else {
-        /* query-outer (causal, packed K and V) and key-outer (probe) orders */
+        /* fp32: query-outer (causal, packed K and V) and key-outer (probe: K read in
+         * place at d = 128, packed at d = 72, whose rows are padded to 80) */
         poison_case("avx512 causal", rb_attn_tile_avx512, 700, 700, 64, 0);
+        poison_case("avx512 causal", rb_attn_tile_avx512, 500, 500, 72, 0);
         poison_case("avx512 probe", rb_attn_tile_avx512_probe, 9, 40000, 128, 5);
+        poison_case("avx512 probe", rb_attn_tile_avx512_probe, 9, 40000, 72, 5);
         if (ci.avx512_bf16) {
+            /* bf16: row mode (causal), stream mode (<= 256 rows, fewer than 16 keys a
+             * row) and probe shapes (the fp32 file's key-outer loop on bf16 pairs) */
             poison_case("avx512_bf16 causal", rb_attn_tile_avx512_bf16, 700, 700, 64, 0);
+            poison_case("avx512_bf16 causal", rb_attn_tile_avx512_bf16, 500, 500, 72, 0);
+            poison_case("avx512_bf16 stream", rb_attn_tile_avx512_bf16, 200, 1000, 72, 0);
             poison_case("avx512_bf16 probe", rb_attn_tile_avx512_bf16, 9, 40000, 128, 5);
         }
     }

@@ -1593,8 +1593,10 @@ static void run_key_outer(const rb_call *c, int64_t *bound, int64_t *sch, char *
  * follow the causal structure whatever the layout. Loop order by shape: few rows
  * (nq <= KO_ROWS) against at least twice as many keys run key-outer (K/V streamed
  * once, the probe case), and with probe set any nk; everything else query-outer, in
- * chunks of keys whose packed K fits KPACK_MAX floats. All scratch is allocated once
- * per call; RB_ENOMEM if that fails (state unchanged). */
+ * chunks of keys whose packed K fits KPACK_MAX floats. The large scratch comes from
+ * the kernels' kept block (rb_kernels_scratch_take: reused by the next call, kept after
+ * this one), the rest is allocated per call; RB_ENOMEM if that fails (state
+ * unchanged). */
 static int attn_tile(const float *q, const int64_t *q_pos, int64_t nq, const float *k,
                      const float *v, const int64_t *k_pos, int64_t nk, int d, double scale,
                      int bf16, int probe, double *state)
