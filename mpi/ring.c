@@ -129,10 +129,14 @@ int rb_ring_attention(MPI_Comm comm, const rb_kernel_ops *ops, const float *q,
     const size_t stride = RB_STATE_STRIDE(d);
     const size_t bytes = (size_t)nk * (sizeof(int64_t) + 2 * (size_t)d * sizeof(float));
     int alloc_rc = RB_OK;
-    fresh = malloc((nq > 0 ? (size_t)nq : 1) * stride * sizeof(double));
     req = malloc(2 * ring_chunks(bytes) * sizeof *req);
+    /* fresh (34 MB at 32,768 rows, d = 128) and the two K/V blocks (33 MB each at
+     * 32,768 keys) from the kernels' allocator: huge pages, so that their first touch
+     * (rb_state_init, the copy below, the first receive) takes a few faults where 4 KiB
+     * pages took thousands (docs/scaling.md, Ring buffers) */
+    fresh = rb_kernels_alloc((nq > 0 ? (size_t)nq : 1) * stride * sizeof(double));
     for (int b = 0; b < 2; b++)
-        blk[b].buf = malloc(bytes > 0 ? bytes : 1);
+        blk[b].buf = rb_kernels_alloc(bytes > 0 ? bytes : 1);
     if (!fresh || !req || !blk[0].buf || !blk[1].buf)
         alloc_rc = rb_errf(err, errlen, RB_ENOMEM,
                            "ring attention: cannot allocate %zu bytes of K/V blocks and "
