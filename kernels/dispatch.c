@@ -429,20 +429,6 @@ const char *rb_kernels_hugepages(const char *setting)
     return "madvise";
 }
 
-/* rb_kernels_alloc: see rb_kernels.h. aligned_alloc wants a non-zero multiple of the
- * alignment. Blocks of 64 KiB and more start a page: glibc puts a 64-byte aligned
- * large block 64 bytes into its first page, where the in-place RoPE measured 5-8 %
- * slower (an aliasing of its stores with other streams; 0, 16 and 128 bytes in do not
- * show it). Large blocks start a 2 MiB boundary so that huge pages can back them from
- * their first byte. Measured on the AMD host (2026-11-30, 1M keys, 116 log-spaced
- * probe rows): huge pages took the fp32 probe from 0.065 to 0.057 s at 1 thread and
- * from 0.038 to 0.031 s at 2, a STREAM triad from 30.6 to 33.6 GB/s and from 61.5 to
- * 67.0 GB/s (fewer TLB misses and page walks on a 1 GiB stream); on the Intel host
- * of earlier sessions they raised the probe by 23 % and the triad by 35 %. The cost is
- * at first touch, and it depends on the system: a fault that finds no free huge page
- * may stall in direct compaction (first touch of 1 GiB: 0.68-2.3 s in a process started
- * after a long build, 0.07-0.17 s once free huge pages exist, 0.39 s on 4 KiB pages);
- * the default study on 2 ranks took 56 s with them and 58 s without. */
 /* alloc_align, alloc_len: rb_kernels_alloc's alignment for a block of `bytes`, and the
  * length it allocates (a non-zero multiple of it; 0 when that overflows) */
 static size_t alloc_align(size_t bytes)
@@ -458,6 +444,20 @@ static size_t alloc_len(size_t bytes)
     return bytes == 0 ? a : (bytes + a - 1) & ~(a - 1);
 }
 
+/* rb_kernels_alloc: see rb_kernels.h. aligned_alloc wants a non-zero multiple of the
+ * alignment. Blocks of 64 KiB and more start a page: glibc puts a 64-byte aligned
+ * large block 64 bytes into its first page, where the in-place RoPE measured 5-8 %
+ * slower (an aliasing of its stores with other streams; 0, 16 and 128 bytes in do not
+ * show it). Large blocks start a 2 MiB boundary so that huge pages can back them from
+ * their first byte. Measured on the AMD host (2026-11-30, 1M keys, 116 log-spaced
+ * probe rows): huge pages took the fp32 probe from 0.065 to 0.057 s at 1 thread and
+ * from 0.038 to 0.031 s at 2, a STREAM triad from 30.6 to 33.6 GB/s and from 61.5 to
+ * 67.0 GB/s (fewer TLB misses and page walks on a 1 GiB stream); on the Intel host
+ * of earlier sessions they raised the probe by 23 % and the triad by 35 %. The cost is
+ * at first touch, and it depends on the system: a fault that finds no free huge page
+ * may stall in direct compaction (first touch of 1 GiB: 0.68-2.3 s in a process started
+ * after a long build, 0.07-0.17 s once free huge pages exist, 0.39 s on 4 KiB pages);
+ * the default study on 2 ranks took 56 s with them and 58 s without. */
 void *rb_kernels_alloc(size_t bytes)
 {
     const int huge = bytes >= RB_HUGE_MIN;
@@ -486,18 +486,26 @@ static void scratch_lock(void)
 
 static void scratch_unlock(void) { atomic_flag_clear_explicit(&scratch_busy, memory_order_release); }
 
+/* scratch_grab: the kept block (NULL: none) and its size in *n, leaving none kept */
+static void *scratch_grab(size_t *n)
+{
+    scratch_lock();
+    void *p = scratch_kept;
+    *n = scratch_kept_bytes;
+    scratch_kept = NULL;
+    scratch_kept_bytes = 0;
+    scratch_unlock();
+    return p;
+}
+
 /* rb_kernels_scratch_take: see rb_kernels.h. A kept block too small is freed, so that
  * what is kept grows to the largest call's need and no further; a new block counts the
  * whole length rb_kernels_alloc gave it (up to 2 MiB past `bytes` for large blocks),
  * so that a call a little larger than the last still fits. */
 void *rb_kernels_scratch_take(size_t bytes, size_t *got)
 {
-    scratch_lock();
-    void *p = scratch_kept;
-    size_t n = scratch_kept_bytes;
-    scratch_kept = NULL;
-    scratch_kept_bytes = 0;
-    scratch_unlock();
+    size_t n = 0;
+    void *p = scratch_grab(&n);
     if (p && n < bytes) {
         free(p);
         p = NULL;
@@ -530,12 +538,8 @@ void rb_kernels_scratch_give(void *p, size_t bytes)
 /* rb_kernels_scratch_release: see rb_kernels.h. */
 void rb_kernels_scratch_release(void)
 {
-    scratch_lock();
-    void *p = scratch_kept;
-    scratch_kept = NULL;
-    scratch_kept_bytes = 0;
-    scratch_unlock();
-    free(p);
+    size_t n = 0;
+    free(scratch_grab(&n));
 }
 
 #ifdef _OPENMP

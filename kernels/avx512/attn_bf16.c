@@ -641,8 +641,9 @@ static int job_cmp(const void *a, const void *b)
  *  - row mode (e.g. causal tiles, nq ~ nk): K and V are packed to bf16 once, in
  *    parallel (extra memory about 4 nk d bytes, in the kernels' kept block,
  *    rb_kernels_scratch_take, held after the call for the next); query blocks of
- *    QB_GROUPS*GR rows go to threads largest visible work first (dynamic), each sweeping the key
- *    sub-blocks its rows can see, fully masked (group, sub-block) pairs skipped;
+ *    QB_GROUPS*GR rows go to threads largest visible work first (dynamic), each
+ *    sweeping the key sub-blocks its rows can see, fully masked (group, sub-block)
+ *    pairs skipped;
  *  - stream mode (nq <= STREAM_MAX_ROWS): the keys are split into one range per
  *    thread by equal visible work; each thread packs one key block at a time and
  *    runs every row against it while it is in cache, so K/V are read once; the
