@@ -26,6 +26,12 @@
 #define REP_BUDGET_S 10.0 /* without --reps: repetitions of a row stop at about this */
 #define MIN_REP_S 0.01    /* --min-rep-time's default: a repetition of calls lasts this */
 #define MAX_CALLS (1 << 20) /* calls in one repetition, at most */
+/* The probe rows' shape: --probe-rows log-spaced query positions (default
+ * PROBE_ROWS_DEFAULT, at most PROBE_ROWS_MAX), head_dim PROBE_D, against probe_keys(o)
+ * keys (also the RoPE rows' count). */
+#define PROBE_ROWS_DEFAULT 128
+#define PROBE_ROWS_MAX 4096
+#define PROBE_D 128
 
 static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
 enum { N_KNOWN = 4 };
@@ -44,6 +50,7 @@ typedef struct {
     int n_dims, dims[MAX_SHAPES];      /* causal head_dims (--head-dims) */
     int n_lens;
     int64_t lens[MAX_SHAPES];          /* causal lengths (--lengths); 0 = the defaults */
+    int probe_rows;                    /* probe query positions asked for (--probe-rows) */
 } bench_opts;
 
 /* One class of a probe row's breakdown (rb_probe_profile, in seconds): the blocks that
@@ -61,6 +68,8 @@ typedef struct {
     int head_dim;
     int64_t seq_len;    /* causal: L; probe: keys; rope: rows */
     int64_t n_rows;     /* query rows (causal L, probe count) or rotated rows */
+    int positions;      /* probe rows: the log-spaced positions asked for (--probe-rows),
+                         * of which n_rows are distinct; else 0 */
     int causal;
     int threads, reps, warmup;
     int64_t calls;       /* calls timed together in each repetition (measure) */
@@ -107,7 +116,8 @@ static void bench_usage(FILE *f)
             "  causal  one tile call on the whole causal (q, k, v) of length L, positions\n"
             "          0..L-1, into a fresh state (batched calls: the state the call\n"
             "          before left); GFLOP/s counts 2*L^2*d per head\n"
-            "  probe   128 log-spaced query rows against 1,048,576 keys; GB/s counts K+V once\n"
+            "  probe   128 log-spaced query positions (--probe-rows) against 1,048,576\n"
+            "          keys; GB/s counts K+V once\n"
             "  rope    RoPE with exact phases over 1,048,576 rows of 128, in place; GB/s\n"
             "          counts one read and one write per row\n"
             "for every built and supported kernel x head_dim {64,128} x L {4096,16384} x\n"
@@ -133,13 +143,15 @@ static void bench_usage(FILE *f)
             "      --head-dims LIST   causal head_dims, even, 2..512 (default 64,128)\n"
             "      --lengths LIST     causal lengths L, 16..1048576, K/M suffixes (default 4096,16384;\n"
             "                         --quick: 1024,2048)\n"
+            "      --probe-rows N     probe query positions, log-spaced, 1..%d (default %d;\n"
+            "                         repeats merged: 128 are 116 distinct rows)\n"
             "  -h, --help, --version\n"
             "\n"
             "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 measures that kernel\n"
             "only (as --kernels K would; both must agree); ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
             "(and the triad's) off transparent huge pages; ROPEBENCH_BF16_AMX=0 keeps the\n"
             "avx512_bf16 kernel off AMX tiles where the CPU has them.\n",
-            REP_BUDGET_S, MIN_REP_S);
+            REP_BUDGET_S, MIN_REP_S, PROBE_ROWS_MAX, PROBE_ROWS_DEFAULT);
 }
 
 /* Parse a positive (or, with allow_zero, non-negative) integer option value, written
@@ -666,6 +678,8 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         json_num(f, "gflops", r->gflops, "%.9g");
         json_num(f, "gbps", r->gbps, "%.9g");      /* null: causal rows */
         json_num(f, "overlap_ceiling", r->overlap_ceiling, "%.9g");
+        if (r->positions)
+            fprintf(f, "\"probe_positions\": %d, ", r->positions);
         if (r->n_cls)
             json_breakdown(f, r);
         json_num(f, "peak_gflops", r->peak_gflops, "%.9g");
@@ -923,6 +937,8 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             (rc = rb_results_attr_i64(res, "/bench.new", "triad_bytes_per_array",
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
+            (rc = rb_results_attr_i64(res, "/bench.new", "probe_positions", o->probe_rows, err,
+                                      el)) ||
             (rc = rb_results_attr_f64(res, "/bench.new", "min_rep_time_s", o->min_rep_s, err,
                                       el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "peaks_implausible", pk->implausible,
@@ -969,10 +985,6 @@ cleanup:
 
 /* ---- the rows ------------------------------------------------------------------------- */
 
-/* The probe rows' shape: PROBE_ROWS log-spaced query positions, head_dim PROBE_D, against
- * probe_keys(o) keys (also the RoPE rows' count). */
-#define PROBE_ROWS 128
-#define PROBE_D 128
 static int64_t probe_keys(const bench_opts *o) { return o->quick ? 65536 : 1048576; }
 
 /* Log-spaced probe positions in [0, L-1] as the study makes them; sorted, unique. */
@@ -1166,7 +1178,7 @@ static void bench_memory_need(const bench_opts *o, double *bytes, char *what, si
     if (o->do_probe && o->n_kernels > 0) {
         const double nk = (double)probe_keys(o), d = PROBE_D;
         const double b = nk * d * 4.0 * 2 + nk * 8.0 +
-                         PROBE_ROWS * (d * 4.0 + 8.0 + (double)RB_STATE_STRIDE(PROBE_D) * 8);
+                         o->probe_rows * (d * 4.0 + 8.0 + (double)RB_STATE_STRIDE(PROBE_D) * 8);
         if (b > *bytes) {
             *bytes = b;
             snprintf(what, n, "the probe rows (%.0f keys)", nk);
@@ -1180,7 +1192,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
     int heads[MAX_SHAPES], nL, nH;
     causal_shapes(o, Ls, &nL, heads, &nH);
     const int64_t n_keys = probe_keys(o), n_rope = n_keys;
-    const int P = PROBE_ROWS;
+    const int P = o->probe_rows;
     int rc = 0;
     float *q = NULL, *k = NULL, *v = NULL;
     int64_t *pos = NULL, *qpos = NULL;
@@ -1265,6 +1277,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     if (!th) continue;
                     bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1, th);
                     if (!r) { rc = RB_ENOMEM; break; }
+                    r->positions = P;
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
                     /* (the breakdown's timers are in the AVX-512 kernels alone: no
@@ -1337,7 +1350,7 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
 int rb_cmd_bench(int argc, char **argv)
 {
     enum { O_QUICK = 256, O_JSON, O_REPS, O_WARM, O_KERN, O_THR, O_VER, O_ONLY, O_DIMS, O_LENS,
-           O_MINREP };
+           O_MINREP, O_PROWS };
     static const struct option opts[] = {
         {"quick", no_argument, 0, O_QUICK},      {"json", required_argument, 0, O_JSON},
         {"output", required_argument, 0, 'o'},   {"reps", required_argument, 0, O_REPS},
@@ -1345,12 +1358,14 @@ int rb_cmd_bench(int argc, char **argv)
         {"threads", required_argument, 0, O_THR}, {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VER},      {"only", required_argument, 0, O_ONLY},
         {"head-dims", required_argument, 0, O_DIMS}, {"lengths", required_argument, 0, O_LENS},
-        {"min-rep-time", required_argument, 0, O_MINREP}, {0, 0, 0, 0}};
+        {"min-rep-time", required_argument, 0, O_MINREP},
+        {"probe-rows", required_argument, 0, O_PROWS}, {0, 0, 0, 0}};
     bench_opts o;
     memset(&o, 0, sizeof o);
     o.reps = 5;
     o.warmup = 1;
     o.min_rep_s = MIN_REP_S;
+    o.probe_rows = PROBE_ROWS_DEFAULT;
     o.all_threads = rb_kernels_threads();
     const char *kernels_arg = NULL, *threads_arg = NULL;
     o.do_causal = o.do_probe = o.do_rope = 1;
@@ -1365,7 +1380,7 @@ int rb_cmd_bench(int argc, char **argv)
     char ob[200]; /* what is wrong with a rejected option (rb_cli_reject) */
     /* the single-valued options: a second one would silently win */
     const char *reps_arg = NULL, *warm_arg = NULL, *only_arg = NULL, *dims_arg = NULL,
-               *lens_arg = NULL, *minrep_arg = NULL;
+               *lens_arg = NULL, *minrep_arg = NULL, *prows_arg = NULL;
     while ((opt = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         const char **slot = opt == O_REPS   ? &reps_arg
                             : opt == O_WARM ? &warm_arg
@@ -1375,6 +1390,7 @@ int rb_cmd_bench(int argc, char **argv)
                             : opt == O_DIMS ? &dims_arg
                             : opt == O_LENS ? &lens_arg
                             : opt == O_MINREP ? &minrep_arg
+                            : opt == O_PROWS ? &prows_arg
                                             : NULL;
         const char *name = opt == O_REPS   ? "--reps"
                            : opt == O_WARM ? "--warmup"
@@ -1383,6 +1399,7 @@ int rb_cmd_bench(int argc, char **argv)
                            : opt == O_ONLY ? "--only"
                            : opt == O_DIMS ? "--head-dims"
                            : opt == O_MINREP ? "--min-rep-time"
+                           : opt == O_PROWS ? "--probe-rows"
                                            : "--lengths";
         if (slot && rb_cli_once("bench", name, slot, optarg)) {
             code = RB_EXIT_USAGE;
@@ -1442,6 +1459,12 @@ int rb_cmd_bench(int argc, char **argv)
                 goto cleanup;
             }
             break;
+        case O_PROWS:
+            if (parse_count("--probe-rows", optarg, 0, PROBE_ROWS_MAX, &o.probe_rows)) {
+                code = RB_EXIT_USAGE;
+                goto cleanup;
+            }
+            break;
         case 'h': bench_usage(stdout); goto cleanup;
         case O_VER: printf("%s\n", rb_version_string()); goto cleanup;
         case ':':
@@ -1486,6 +1509,12 @@ int rb_cmd_bench(int argc, char **argv)
                 o.n_dims && o.n_lens ? "--head-dims and --lengths"
                 : o.n_dims           ? "--head-dims"
                                      : "--lengths");
+        code = RB_EXIT_USAGE;
+        goto cleanup;
+    }
+    if (!o.do_probe && prows_arg) {
+        fprintf(stderr, "ropebench: bench: --probe-rows sets the probe rows' shape, but --only "
+                        "leaves out probe (docs/bench.md)\n");
         code = RB_EXIT_USAGE;
         goto cleanup;
     }
@@ -1656,7 +1685,7 @@ int rb_cmd_bench(int argc, char **argv)
          * interleaved with a stream of their K and V bytes */
         if (o.do_probe && o.n_kernels > 0) {
             const size_t kv = (size_t)probe_keys(&o) * PROBE_D * sizeof(float);
-            pk.ov_flop = probe_flop(probe_keys(&o), PROBE_ROWS, PROBE_D);
+            pk.ov_flop = probe_flop(probe_keys(&o), o.probe_rows, PROBE_D);
             pk.ov_bytes = 2.0 * (double)kv;
             if (!o.quick) fprintf(stderr, "bench: probe overlap (FMA chains under a stream)\n");
             /* the thread counts probe rows run at: the list's, and 1 for a serial
@@ -1727,13 +1756,13 @@ int rb_cmd_bench(int argc, char **argv)
         printf("\n");
         int64_t probe_nq = 0;
         {
-            int64_t *pp = malloc(PROBE_ROWS * sizeof *pp);
-            if (pp) probe_nq = probe_positions(probe_keys(&o), PROBE_ROWS, pp);
+            int64_t *pp = malloc((size_t)o.probe_rows * sizeof *pp);
+            if (pp) probe_nq = probe_positions(probe_keys(&o), o.probe_rows, pp);
             free(pp);
         }
         printf("# causal: GFLOP/s counts 2*L^2*d per head, frac = GFLOP/s / peak; probe: %d "
                "log-spaced positions (%lld distinct rows), GB/s counts K+V once, frac = GB/s / "
-               "triad; rope: GB/s counts read+write, frac = GB/s / triad\n", PROBE_ROWS,
+               "triad; rope: GB/s counts read+write, frac = GB/s / triad\n", o.probe_rows,
                (long long)probe_nq);
         if (o.do_probe && o.n_kernels > 0) {
             int thr[MAX_THREADS + 2], n = 0;
@@ -1742,7 +1771,7 @@ int rb_cmd_bench(int argc, char **argv)
             if (o.all_threads != 1) thr[n] = o.all_threads, pe[n] = pk.fma_all, tr[n++] = pk.triad_all;
             for (int i = 0; i < pk.n_other; i++)
                 thr[n] = pk.other[i], pe[n] = pk.fma_other[i], tr[n++] = pk.triad_other[i];
-            probe_roofline(stdout, probe_keys(&o), PROBE_ROWS, PROBE_D, thr, n, pe, tr,
+            probe_roofline(stdout, probe_keys(&o), o.probe_rows, PROBE_D, thr, n, pe, tr,
                            pk.dpbf16 > 0 ? pk.dpbf16 / pk.fma1 : 2.0);
             printf("# probe overlap (the probe's FLOP as FMA chains and its K and V read once, "
                    "evenly interleaved, no attention: about an ideal kernel's time):");

@@ -526,12 +526,18 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
                         : ". Those cases' differences compare fewer values than they hold.\n");
 }
 
-/* Row r of a /bench table as its key "kernel dtype bench d L threads". */
+/* Row r of a /bench table as its key "kernel dtype bench d L threads", and for a probe
+ * row " rows=N" (its distinct query rows: `bench --probe-rows` changes them, and rows of
+ * different counts are different shapes). */
 static void bench_key(char *b, size_t n, const rp_bench *bn, int64_t r)
 {
-    snprintf(b, n, "%s %s %s d=%.0f L=%.0f threads=%.0f", bn->kernel[r], bn->dtype[r],
+    const double rows = bn->t.col[RP_BENCH_NROWS][r];
+    char rs[40] = "";
+    if (strcmp(bn->bench[r], "probe") == 0 && !isnan(rows))
+        snprintf(rs, sizeof rs, " rows=%.0f", rows);
+    snprintf(b, n, "%s %s %s d=%.0f L=%.0f threads=%.0f%s", bn->kernel[r], bn->dtype[r],
              bn->bench[r], bn->t.col[RP_BENCH_HEAD_DIM][r], bn->t.col[RP_BENCH_SEQ_LEN][r],
-             bn->t.col[RP_BENCH_THREADS][r]);
+             bn->t.col[RP_BENCH_THREADS][r], rs);
 }
 
 /* A file's /bench rows by key (bench_key): sorted by key, then row, so that a key's

@@ -126,7 +126,7 @@ typedef struct {
 /* The /bench group of `ropebench bench -o` (docs/results-format.md), n = 0 if absent. */
 enum { RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS, RP_BENCH_MEDIAN,
        RP_BENCH_GFLOPS, RP_BENCH_GBPS, RP_BENCH_FRACTION, RP_BENCH_CV,
-       RP_BENCH_OVERLAP, RP_BENCH_CALLS };
+       RP_BENCH_OVERLAP, RP_BENCH_CALLS, RP_BENCH_NROWS };
 extern const rp_tab_spec rp_bench_spec;
 /* /bench/probe_breakdown (bench -o with AVX-512 probe rows; docs/bench.md) */
 enum { RP_PB_ROW, RP_PB_ROWS_MIN, RP_PB_ROWS_MAX, RP_PB_BLOCKS, RP_PB_KEYS, RP_PB_PAIRS,

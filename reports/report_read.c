@@ -787,9 +787,9 @@ const rp_tab_spec rp_tab_specs[RP_TAB_COUNT] = {
 };
 
 /* rp_bench_spec: see report_int.h. */
-const rp_tab_spec rp_bench_spec = {"bench", 10, {"head_dim", "seq_len", "threads", "median_s",
+const rp_tab_spec rp_bench_spec = {"bench", 11, {"head_dim", "seq_len", "threads", "median_s",
                                                  "gflops", "gbps", "fraction_of_peak", "cv",
-                                                 "overlap_ceiling", "calls_per_rep"}};
+                                                 "overlap_ceiling", "calls_per_rep", "n_rows"}};
 
 /* rp_bench_breakdown_spec: see report_int.h. */
 const rp_tab_spec rp_bench_breakdown_spec = {

@@ -412,8 +412,8 @@ cleanup:
 /* rp_write_bench: see report_int.h. */
 void rp_write_bench(FILE *o, const rp_file *f, int html)
 {
-    static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "threads",
-                                 "median s", "CV %", "GFLOP/s", "GB/s", "% of peak", "peak",
+    static const char *cols[] = {"kernel", "dtype", "bench", "head_dim", "seq_len", "rows",
+                                 "threads", "median s", "CV %", "GFLOP/s", "GB/s", "% of peak", "peak",
                                  "ideal % of triad", "calls"};
     const rp_bench *b = &f->bench;
     if (b->t.n <= 0 && !b->unreadable)
@@ -430,6 +430,8 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
     fprintf(o, "The /bench group written by ropebench bench -o (docs/bench.md): the median of "
                "the timed calls of each row, and their coefficient of variation (CV, the "
                "run-to-run noise: a difference between rows smaller than it is not one). "
+               "Rows: the query rows of a call (causal: L; probe: the distinct rows of its "
+               "log-spaced positions, bench --probe-rows; RoPE: the rows rotated). "
                "%% of peak is GFLOP/s over the FMA peak of the "
                "row's thread count for causal rows, and GB/s over the triad bandwidth for "
                "probe and rope rows (column peak), both measured by the same bench run. "
@@ -473,9 +475,10 @@ void rp_write_bench(FILE *o, const rp_file *f, int html)
                                                  : "",
             html ? "</p>\n" : "\n\n");
     rp_table_head(o, html, cols, (int)(sizeof cols / sizeof cols[0]));
-    static const int num[] = {RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_THREADS,
-                              RP_BENCH_MEDIAN, RP_BENCH_CV, RP_BENCH_GFLOPS, RP_BENCH_GBPS};
-    static const char *fmt[] = {"%.0f", "%.0f", "%.0f", "%.4g", "%.1f", "%.2f", "%.2f"};
+    static const int num[] = {RP_BENCH_HEAD_DIM, RP_BENCH_SEQ_LEN, RP_BENCH_NROWS,
+                              RP_BENCH_THREADS, RP_BENCH_MEDIAN, RP_BENCH_CV, RP_BENCH_GFLOPS,
+                              RP_BENCH_GBPS};
+    static const char *fmt[] = {"%.0f", "%.0f", "%.0f", "%.0f", "%.4g", "%.1f", "%.2f", "%.2f"};
     for (int64_t i = 0; i < b->t.n; i++) {
         fprintf(o, html ? "<tr>" : "|");
         rp_cell_text(o, html, b->kernel[i]);

@@ -36,7 +36,7 @@ def load_h5(path):
         for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                   "triad_gbps_all", "threads_all", "cpu_model", "flop_counting",
                   "tile_ceiling_gflops_1thread", "dpbf16_peak_gflops_1thread",
-                  "peaks_implausible"):
+                  "peaks_implausible", "probe_positions"):
             if a not in g.attrs:
                 raise SystemExit(f"FAIL /bench lacks attribute {a}")
         check_tiles(float(g.attrs["tile_ceiling_gflops_1thread"]),
@@ -60,6 +60,8 @@ def load_h5(path):
                     x = float(x)
                 r[k] = x
             r["causal"] = bool(r["causal"])
+            if r["bench"] == "probe":  # (JSON has it per probe row)
+                r["probe_positions"] = int(g.attrs["probe_positions"])
             if r["bench"] == "causal":
                 r.pop("gbps", None)  # NaN where it does not apply
             if r["bench"] != "probe":
@@ -112,7 +114,7 @@ def check_h5_breakdown(pb, rows):
             got[cl] = [int(cols[k][j]) for k in ("blocks", "keys", "pairs")]
             classes.append({k: float(cols[k][j]) for k in ("s", "qk_s", "softmax_s", "pv_s")}
                            | {"rows_min": lo})
-        want = probe_classes(r["seq_len"])
+        want = probe_classes(r["seq_len"], r["probe_positions"])
         if got != want or len(js) != len(want):
             raise SystemExit(f"FAIL /bench/probe_breakdown row {i}: {got} in {len(js)} "
                              f"entries, expected {want}")
@@ -248,7 +250,7 @@ def check_roofline(out, rows):
     if line is None:
         raise SystemExit(f"FAIL no '# probe roofline' line:\n{out}")
     probe = [r for r in rows if r["bench"] == "probe"]
-    flop, nbytes = probe_size(probe[0]["seq_len"])
+    flop, nbytes = probe_size(probe[0]["seq_len"], P=probe[0]["probe_positions"])
     for r in probe:
         if abs(r["gflops"] * r["median_s"] * 1e9 - flop) > 1e-6 * flop:
             raise SystemExit(f"FAIL probe row {r['kernel']}: GFLOP/s x time "
@@ -314,7 +316,8 @@ def check_overlap(out, rows):
     three short runs, as check_tiles) when they fail, so that noise alone cannot fail
     them and a broken pass fails every time."""
     probe = [r for r in rows if r["bench"] == "probe"]
-    flop, nbytes = probe_size(probe[0]["seq_len"])
+    P = probe[0]["probe_positions"]
+    flop, nbytes = probe_size(probe[0]["seq_len"], P=P)
     peaks, triads = header_peaks(out)
     line, figs = overlap_line(out)
     if sorted(figs) != sorted({r["threads"] for r in probe}):
@@ -338,7 +341,7 @@ def check_overlap(out, rows):
         seen = [overlap_ok(figs[t], flop, peaks[t])]
         while seen[-1] and EXE and len(seen) < 4:
             p = run([EXE, "bench", "--quick", "--only", "probe", "--kernels",
-                     probe[0]["kernel"], "--threads", str(t)])
+                     probe[0]["kernel"], "--threads", str(t), "--probe-rows", str(P)])
             pk2, _ = header_peaks(p.stdout)
             _, f2 = overlap_line(p.stdout)
             seen.append(overlap_ok(f2[t], flop, pk2[t]))
@@ -424,7 +427,7 @@ def check_breakdown(out, rows):
             continue
         if bd is None:
             raise SystemExit(f"FAIL {where}: no breakdown")
-        want = probe_classes(r["seq_len"])
+        want = probe_classes(r["seq_len"], r["probe_positions"])
         got = {}
         for c in bd["classes"]:
             cl = breakdown_class(c["rows_min"], c["rows_max"], where)
@@ -436,7 +439,8 @@ def check_breakdown(out, rows):
         while seen_t[-1] and EXE and len(seen_t) < 4:
             js = os.path.join(WORK, "bench_breakdown_again.json")
             run([EXE, "bench", "--quick", "--only", "probe", "--kernels", r["kernel"],
-                 "--threads", str(r["threads"]), "--json", js])
+                 "--threads", str(r["threads"]), "--probe-rows", str(r["probe_positions"]),
+                 "--json", js])
             with open(js) as f:
                 again = [x for x in load_json(f) if x["bench"] == "probe"]
             seen_t.append(breakdown_times(again[0]["breakdown"], r["threads"]))
@@ -556,6 +560,38 @@ def drive(exe, work, launcher):
         raise SystemExit(f"FAIL bench --kernels ref --threads 2 --only probe: (threads, "
                          f"overlap_ceiling) {oc}, expected one 1-thread row with a positive "
                          "overlap_ceiling")
+    # --probe-rows: another probe shape (300 log-spaced positions in [0, 65535], whose
+    # first ones repeat: fewer distinct rows), its rows, FLOP, roofline, overlap and
+    # breakdown classes recomputed here for that count; -o stores the count
+    kp = "avx512" if HAS_AVX512 else "ref"
+    sub = os.path.join(work, "bench_probe_rows.json")
+    p = run([exe, "bench", "--quick", "--only", "probe", "--kernels", kp, "--threads", "1",
+             "--probe-rows", "300", "--json", sub])
+    with open(sub) as f:
+        rows = json_rows(load_json(f))
+    nq = len(probe_positions(65536, 300))
+    got = [(r["bench"], r.get("probe_positions"), r.get("n_rows")) for r in rows]
+    if got != [("probe", 300, nq)] or nq >= 300:
+        raise SystemExit(f"FAIL bench --probe-rows 300: rows (bench, probe_positions, n_rows) "
+                         f"{got}, expected [('probe', 300, {nq})]")
+    if not re.search(r"probe: 300 log-spaced positions \(%d distinct rows\)" % nq, p.stdout):
+        raise SystemExit(f"FAIL bench --probe-rows 300: header does not say 300 positions, "
+                         f"{nq} distinct rows:\n{p.stdout}")
+    check(rows, [kp], complete=False)
+    check_roofline(p.stdout, rows)
+    check_overlap(p.stdout, rows)
+    check_breakdown(p.stdout, rows)
+    bd = os.path.join(work, "bench_probe_rows.h5")
+    if os.path.exists(bd):
+        os.remove(bd)
+    run(launcher + [exe, "bench", "--quick", "--only", "probe", "--kernels", kp, "--threads",
+                    "1", "--probe-rows", "300", "-o", bd])
+    rows = load_h5(bd)
+    if [(r["probe_positions"], r["n_rows"]) for r in rows] != [(300, nq)]:
+        raise SystemExit(f"FAIL bench --probe-rows 300 -o: /bench rows "
+                         f"{[(r['probe_positions'], r['n_rows']) for r in rows]}")
+    check(rows, [kp], complete=False)
+    print(f"ok   --probe-rows 300: {nq} distinct rows, in the JSON and /bench")
     if HAS_AVX512:
         # the probe breakdown in a results file (/bench/probe_breakdown, load_h5)
         bd = os.path.join(work, "bench_breakdown.h5")
@@ -647,7 +683,9 @@ def json_rows(rows):
     return rows
 
 
-def check(rows, kernels):
+def check(rows, kernels, complete=True):
+    """Every row's keys, rates and fractions (docs/bench.md's counting rules); with
+    complete, also rows of every kind for every kernel named."""
     problems = []
     if not isinstance(rows, list) or not rows:
         raise SystemExit("FAIL: expected a non-empty array of rows")
@@ -674,11 +712,23 @@ def check(rows, kernels):
         if not r["min_s"] <= r["median_s"] <= r["max_s"]:
             problems.append(f"{where}: min <= median <= max violated")
         if r["bench"] == "probe":
+            P = r.get("probe_positions")
+            if not isinstance(P, int) or isinstance(P, bool) or not 1 <= P <= 4096:
+                problems.append(f"{where}: probe_positions = {P!r} is not an integer in "
+                                "[1, 4096]")
+                continue
+            # n_rows: the distinct rows of P log-spaced positions, recomputed here
+            if r.get("n_rows") != len(probe_positions(r["seq_len"], P)):
+                problems.append(f"{where}: n_rows {r.get('n_rows')!r}, but {P} log-spaced "
+                                f"positions in [0, {r['seq_len'] - 1}] are "
+                                f"{len(probe_positions(r['seq_len'], P))} distinct rows")
             oc = r.get("overlap_ceiling")
             if not isinstance(oc, (int, float)) or isinstance(oc, bool) or \
                     not math.isfinite(oc) or oc <= 0:
                 problems.append(f"{where}: overlap_ceiling = {oc!r} is not a finite positive "
                                 "number")
+        elif "probe_positions" in r:
+            problems.append(f"{where}: a {r['bench']} row with probe_positions")
         if r["bench"] in ("probe", "rope"):
             if "gbps" not in r:
                 problems.append(f"{where}: {r['bench']} row without gbps")
@@ -701,14 +751,14 @@ def check(rows, kernels):
             want = r["gflops"] / r["peak_gflops"]
         if abs(r["fraction_of_peak"] - want) > 1e-6 * want:
             problems.append(f"{where}: fraction_of_peak {r['fraction_of_peak']} != {want}")
-    for k in kernels:
+    for k in kernels if complete else []:
         for b in ("causal", "probe"):
             have = {(r["head_dim"], r["seq_len"]) for r in rows
                     if r.get("kernel") == k and r.get("bench") == b}
             need = 4 if b == "causal" else 1
             if len(have) < need:
                 problems.append(f"kernel {k}: {len(have)} {b} shapes, expected {need}")
-    for k in ["ref"] + [k for k in kernels if k == "avx512"]:
+    for k in (["ref"] + [k for k in kernels if k == "avx512"]) if complete else []:
         if not any(r.get("bench") == "rope" and r.get("kernel") == k for r in rows):
             problems.append(f"no rope row for {k}")
     if problems:

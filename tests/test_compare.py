@@ -110,9 +110,9 @@ def breakdown(f):
         if np.isnan(pb["rows_min"][i]) or np.isnan(pb["rows_max"][i]):
             continue
         r = int(pb["row"][i])
-        key = "%s %s probe d=%d L=%d threads=%d" % (
+        key = "%s %s probe d=%d L=%d threads=%d rows=%d" % (
             g["kernel"][r].decode(), g["dtype"][r].decode(), g["head_dim"][r],
-            g["seq_len"][r], g["threads"][r])
+            g["seq_len"][r], g["threads"][r], g["n_rows"][r])
         cls = (key, int(pb["rows_min"][i]), int(pb["rows_max"][i]))
         if cls in out:
             continue
@@ -329,6 +329,7 @@ def main():
         g = fa["bench"]
         keys = [f"{g['kernel'][i].decode()} {g['dtype'][i].decode()} {g['bench'][i].decode()} "
                 f"d={g['head_dim'][i]} L={g['seq_len'][i]} threads={g['threads'][i]}"
+                + (f" rows={g['n_rows'][i]}" if g["bench"][i] == b"probe" else "")
                 for i in range(len(g["kernel"]))]
         want = ("Timed differently (one file timed these rows call by call, another in "
                 "batches of calls, docs/bench.md: part of their time ratio is the method, "

@@ -304,21 +304,22 @@ def check_bench(md, path):
         for i, r in enumerate(rows):
             gbps = float(g["gbps"][i])
             want_t = [text(g[k][i]) for k in ("kernel", "dtype", "bench")]
-            want_n = [float(g[k][i]) for k in ("head_dim", "seq_len", "threads", "median_s")]
+            want_n = [float(g[k][i]) for k in ("head_dim", "seq_len", "n_rows", "threads",
+                                                "median_s")]
             want_n.append(100.0 * float(g["cv"][i]))  # CV in %
             want_n += [float(g[k][i]) for k in ("gflops", "gbps")]
             want_n.append(100.0 * float(g["fraction_of_peak"][i]))
             ok = r[:3] == want_t and all(close(cell, v, absol=0.06)
-                                         for cell, v in zip(r[3:11], want_n))
-            ok = ok and r[11] == ("FMA" if math.isnan(gbps) else "triad")
+                                         for cell, v in zip(r[3:12], want_n))
+            ok = ok and r[12] == ("FMA" if math.isnan(gbps) else "triad")
             # the probe overlap's fraction, n/a where the file has none (before 2026-12-02)
             # and on rows that are not probe rows
             oc = float(g["overlap_ceiling"][i]) if "overlap_ceiling" in g else math.nan
-            ok = ok and len(r) == 14 and (r[12] == "n/a" if math.isnan(oc)
-                                          else close(r[12], 100.0 * oc, absol=0.06))
+            ok = ok and len(r) == 15 and (r[13] == "n/a" if math.isnan(oc)
+                                          else close(r[13], 100.0 * oc, absol=0.06))
             # calls timed together per repetition, n/a in files from before the column
             k = int(g["calls_per_rep"][i]) if "calls_per_rep" in g else None
-            ok = ok and r[13] == ("n/a" if k is None else str(k))
+            ok = ok and r[14] == ("n/a" if k is None else str(k))
             if not ok:
                 fail("bench row %d: %s, expected %s %s" % (i, r, want_t, want_n))
         check_breakdown_table(md, g)
