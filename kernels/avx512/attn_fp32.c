@@ -610,6 +610,15 @@ RB_AI __m512i bf16x2(__m512 lo, __m512 hi)
  * so that a row is whole 64-byte vectors (pairs past d are 0). */
 static int bf16_np(int d) { return (int)(((unsigned)(d + 1) / 2u + 15u) & ~15u); }
 
+/* l1_prefetch: ask for the `bytes` from p in L1, one PREFETCHT0 per 64 bytes (a hint:
+ * when p is not line-aligned the last line may be left out). */
+static void l1_prefetch(const void *p, size_t bytes)
+{
+    const char *c = (const char *)p;
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
 /* bf16_row_pairs: one row of d floats as np bf16 pairs into dst (64-byte aligned), zero
  * past d. */
 static void bf16_row_pairs(const float *x, int d, int np, uint32_t *dst)
@@ -630,15 +639,27 @@ static void bf16_row_pairs(const float *x, int d, int np, uint32_t *dst)
  * of a packed K^T cost more than the few rows of a probe block save (the whole pack
  * 2.4 us a block, against ~0.5 without them). Fills b->kr2 and b->vt2 (NULL without
  * v; kt, kr and vt NULL); its positions are kblock_positions'. One pf_step (pf may be
- * NULL) per 16 key rows and per 4 key pairs of V. */
+ * NULL) per 16 key rows and per 4 key pairs of V. The block's K rows are asked for in
+ * L1 (l1_prefetch) before they are read, the first half of its V rows halfway through K
+ * and the rest before V, as block_rows_run does for the rows it reads in place, so that
+ * the conversion's loads do not wait for one line at a time: measured on the Zen 5 host
+ * of 2026-12-05 (`ropebench bench --only probe --kernels avx512_bf16 --threads 1,2
+ * --reps 9`, builds alternating), 16 probe positions 0.060-0.069 -> 0.046-0.059 s at 1
+ * thread and 0.032-0.034 -> 0.025-0.028 s at 2, the default 128 0.058-0.060 -> 0.053-0.057
+ * and 0.029-0.031 -> 0.027-0.028 s, 512 unchanged. */
 static void kblock_pack_bf16(const float *k, const float *v, int64_t c0, int cnt, int d,
                              size_t dp, rb_pf *pf, uint32_t *kr2, uint32_t *vt2, rb_kblock *b)
 {
     const int np = bf16_np(d);
     const float *kb = k + (size_t)c0 * (size_t)d;
+    l1_prefetch(kb, (size_t)cnt * (size_t)d * sizeof(float));
+    const size_t vbytes = v ? (size_t)cnt * (size_t)d * sizeof(float) : 0;
+    const float *vb = v ? v + (size_t)c0 * (size_t)d : NULL;
     for (int c = 0; c < BC; c++) {
         if (c % 16 == 0)
             pf_step(pf);
+        if (c == BC / 2 && v)
+            l1_prefetch(vb, vbytes / 2);
         uint32_t *dst = kr2 + (size_t)c * (size_t)np;
         if (c < cnt)
             bf16_row_pairs(kb + (size_t)c * (size_t)d, d, np, dst);
@@ -656,7 +677,7 @@ static void kblock_pack_bf16(const float *k, const float *v, int64_t c0, int cnt
     const __m512i ilv = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
                                          24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                          16, 0);
-    const float *vb = v + (size_t)c0 * (size_t)d;
+    l1_prefetch((const char *)vb + vbytes / 2, vbytes - vbytes / 2);
     for (int t = 0; t < BC / 2; t++) {
         if (t % 4 == 0)
             pf_step(pf);
@@ -1050,15 +1071,6 @@ static int64_t block_rows_steps(int64_t nr, size_t dp, int cnt, int has_v, int l
 {
     return 3 * ((nr + RG - 1) / RG) + nr + (lanes ? (BC / 16) * nr : 0) +
            (has_v ? pv_steps_rows(nr, dp, cnt) : 0);
-}
-
-/* l1_prefetch: ask for the `bytes` from p in L1, one PREFETCHT0 per 64 bytes (a hint:
- * when p is not line-aligned the last line may be left out). */
-static void l1_prefetch(const void *p, size_t bytes)
-{
-    const char *c = (const char *)p;
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch(c + o, _MM_HINT_T0);
 }
 
 /* block_rows_run: sorted rows [i0, i1) (state index relative to s0, at most KO_ROWS rows)
