@@ -28,9 +28,11 @@
 #define MAX_CALLS (1 << 20) /* calls in one repetition, at most */
 /* The probe rows' shape: --probe-rows log-spaced query positions (default
  * PROBE_ROWS_DEFAULT, at most PROBE_ROWS_MAX), head_dim PROBE_D, against probe_keys(o)
- * keys (also the RoPE rows' count). */
+ * keys (also the RoPE rows' count). PROBE_ROWS_MAX is the AVX-512 kernels' key-outer
+ * limit (KO_ROWS in kernels/avx512/attn_fp32.c): up to that many distinct rows take the
+ * probe order the row measures (and its breakdown); more would take the row order. */
 #define PROBE_ROWS_DEFAULT 128
-#define PROBE_ROWS_MAX 4096
+#define PROBE_ROWS_MAX 2048
 #define PROBE_D 128
 
 static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
@@ -144,7 +146,8 @@ static void bench_usage(FILE *f)
             "      --lengths LIST     causal lengths L, 16..1048576, K/M suffixes (default 4096,16384;\n"
             "                         --quick: 1024,2048)\n"
             "      --probe-rows N     probe query positions, log-spaced, 1..%d (default %d;\n"
-            "                         repeats merged: 128 are 116 distinct rows)\n"
+            "                         repeats merged: 128 are 116 distinct rows at\n"
+            "                         1,048,576 keys)\n"
             "  -h, --help, --version\n"
             "\n"
             "Environment: ROPEBENCH_ISA=ref|blas|avx512|avx512_bf16 measures that kernel\n"
@@ -937,8 +940,9 @@ static int write_h5(const char *path, const bench_row *rows, int n, const bench_
             (rc = rb_results_attr_i64(res, "/bench.new", "triad_bytes_per_array",
                                       (int64_t)pk->triad_bytes, err, el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "quick", o->quick, err, el)) ||
-            (rc = rb_results_attr_i64(res, "/bench.new", "probe_positions", o->probe_rows, err,
-                                      el)) ||
+            (o->do_probe && o->n_kernels > 0 &&
+             (rc = rb_results_attr_i64(res, "/bench.new", "probe_positions", o->probe_rows,
+                                       err, el))) ||
             (rc = rb_results_attr_f64(res, "/bench.new", "min_rep_time_s", o->min_rep_s, err,
                                       el)) ||
             (rc = rb_results_attr_i64(res, "/bench.new", "peaks_implausible", pk->implausible,
@@ -1504,8 +1508,8 @@ int rb_cmd_bench(int argc, char **argv)
     }
     if (!o.do_causal && (o.n_dims || o.n_lens)) {
         fprintf(stderr, "ropebench: bench: %s set the causal rows' shapes, but --only "
-                        "leaves out causal (probe and rope rows have fixed shapes, "
-                        "docs/bench.md)\n",
+                        "leaves out causal (the probe's shape is --probe-rows', the "
+                        "rope rows' fixed, docs/bench.md)\n",
                 o.n_dims && o.n_lens ? "--head-dims and --lengths"
                 : o.n_dims           ? "--head-dims"
                                      : "--lengths");

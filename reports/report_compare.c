@@ -527,14 +527,16 @@ static void write_results_cmp(FILE *o, const rp_file *fs, size_t n, int html)
 }
 
 /* Row r of a /bench table as its key "kernel dtype bench d L threads", and for a probe
- * row " rows=N" (its distinct query rows: `bench --probe-rows` changes them, and rows of
- * different counts are different shapes). */
+ * row " positions=P" (the /bench attribute probe_positions, `bench --probe-rows`; 128 in
+ * files from before it, which took 128): probes of different positions are different
+ * shapes, even where their distinct rows happen to be as many. */
 static void bench_key(char *b, size_t n, const rp_bench *bn, int64_t r)
 {
-    const double rows = bn->t.col[RP_BENCH_NROWS][r];
-    char rs[40] = "";
-    if (strcmp(bn->bench[r], "probe") == 0 && !isnan(rows))
-        snprintf(rs, sizeof rs, " rows=%.0f", rows);
+    char rs[64] = "";
+    if (strcmp(bn->bench[r], "probe") == 0) {
+        const char *pp = rp_attr_get(&bn->attrs, "probe_positions");
+        snprintf(rs, sizeof rs, " positions=%.40s", pp ? pp : "128");
+    }
     snprintf(b, n, "%s %s %s d=%.0f L=%.0f threads=%.0f%s", bn->kernel[r], bn->dtype[r],
              bn->bench[r], bn->t.col[RP_BENCH_HEAD_DIM][r], bn->t.col[RP_BENCH_SEQ_LEN][r],
              bn->t.col[RP_BENCH_THREADS][r], rs);

@@ -63,10 +63,11 @@ rb_bench_error(two_ranks_output "started as 2 MPI ranks. bench measures one proc
 set_tests_properties(bench.error_two_ranks bench.error_two_ranks_output PROPERTIES
   PROCESSORS 2 LABELS "bench;cli;mpi")
 rb_bench_error(only_twice "--only: 'rope' listed twice" ${B} --only rope,causal,rope)
-# --probe-rows: a count in [1, 4096], once, and only with probe rows
+# --probe-rows: a count in [1, 2048] (the AVX-512 key-outer order's rows), once, and only
+# with probe rows
 rb_bench_error(probe_rows_zero "--probe-rows '0': not a positive integer" ${B} --probe-rows 0)
 rb_bench_error(probe_rows_text "--probe-rows '1e3': not a positive integer" ${B} --probe-rows 1e3)
-rb_bench_error(probe_rows_many "--probe-rows '4097': at most 4096" ${B} --probe-rows 4097)
+rb_bench_error(probe_rows_many "--probe-rows '2049': at most 2048" ${B} --probe-rows 2049)
 rb_bench_error(probe_rows_twice "--probe-rows given twice" ${B} --probe-rows 8 --probe-rows 16)
 rb_bench_error(probe_rows_without_probe "--probe-rows sets the probe rows' shape, but --only leaves out probe"
   ${B} --only causal,rope --probe-rows 32)

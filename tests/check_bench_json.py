@@ -36,7 +36,7 @@ def load_h5(path):
         for a in ("peak_gflops_1thread", "peak_gflops_all", "triad_gbps_1thread",
                   "triad_gbps_all", "threads_all", "cpu_model", "flop_counting",
                   "tile_ceiling_gflops_1thread", "dpbf16_peak_gflops_1thread",
-                  "peaks_implausible", "probe_positions"):
+                  "peaks_implausible"):
             if a not in g.attrs:
                 raise SystemExit(f"FAIL /bench lacks attribute {a}")
         check_tiles(float(g.attrs["tile_ceiling_gflops_1thread"]),
@@ -61,6 +61,9 @@ def load_h5(path):
                 r[k] = x
             r["causal"] = bool(r["causal"])
             if r["bench"] == "probe":  # (JSON has it per probe row)
+                if "probe_positions" not in g.attrs:
+                    raise SystemExit("FAIL /bench has probe rows but no attribute "
+                                     "probe_positions")
                 r["probe_positions"] = int(g.attrs["probe_positions"])
             if r["bench"] == "causal":
                 r.pop("gbps", None)  # NaN where it does not apply
@@ -220,7 +223,8 @@ def probe_positions(n, P=128):
     (sorted, repeats dropped)."""
     pos = []
     for i in range(P):
-        v = min(max(int(round(math.exp(math.log(n) * i / (P - 1)))) - 1, 0), n - 1)
+        x = n if P == 1 else math.exp(math.log(n) * i / (P - 1))
+        v = min(max(int(round(x)) - 1, 0), n - 1)
         if not pos or v != pos[-1]:
             pos.append(v)
     return pos
@@ -244,8 +248,9 @@ def header_peaks(out):
 
 def check_roofline(out, rows):
     """The `# probe roofline` line against numbers computed here: the probe's FLOP from its
-    positions (128 log-spaced in [0, N-1], as docs/bench.md gives them), the bytes of K and
-    V, the peaks and triads of the header, and the probe rows' own GFLOP/s x time."""
+    positions (probe_positions, 128 by default, log-spaced in [0, N-1], as docs/bench.md
+    gives them), the bytes of K and V, the peaks and triads of the header, and the probe
+    rows' own GFLOP/s x time."""
     line = next((l for l in out.splitlines() if l.startswith("# probe roofline:")), None)
     if line is None:
         raise SystemExit(f"FAIL no '# probe roofline' line:\n{out}")
@@ -487,6 +492,14 @@ def drive(exe, work, launcher):
     with open(js) as f:
         rows_all = json_rows(load_json(f))
     check(rows_all, kernels)
+    # the default probe shape: 128 positions, 111 distinct rows at 65,536 keys
+    dflt = {(r.get("probe_positions"), r.get("n_rows")) for r in rows_all
+            if r["bench"] == "probe"}
+    n128 = len(probe_positions(65536, 128))
+    if dflt != {(128, n128)} or not re.search(
+            r"probe: 128 log-spaced positions \(%d distinct rows\)" % n128, p.stdout):
+        raise SystemExit(f"FAIL bench without --probe-rows: probe rows (positions, rows) "
+                         f"{dflt} and the header, expected 128 positions, {n128} rows")
     check_roofline(p.stdout, rows_all)
     check_overlap(p.stdout, rows_all)
     check_breakdown(p.stdout, rows_all)
@@ -609,6 +622,9 @@ def drive(exe, work, launcher):
         with h5py.File(bd, "r") as f:
             if "probe_breakdown" in f["bench"]:
                 raise SystemExit("FAIL bench -o over a file with a probe breakdown kept it")
+            # (the probe shape is recorded only where probe rows were measured)
+            if "probe_positions" in f["bench"].attrs:
+                raise SystemExit("FAIL bench -o without probe rows wrote probe_positions")
     fresh = os.path.join(work, "bench_new.h5")
     if os.path.exists(fresh):
         os.remove(fresh)
@@ -713,9 +729,9 @@ def check(rows, kernels, complete=True):
             problems.append(f"{where}: min <= median <= max violated")
         if r["bench"] == "probe":
             P = r.get("probe_positions")
-            if not isinstance(P, int) or isinstance(P, bool) or not 1 <= P <= 4096:
+            if not isinstance(P, int) or isinstance(P, bool) or not 1 <= P <= 2048:
                 problems.append(f"{where}: probe_positions = {P!r} is not an integer in "
-                                "[1, 4096]")
+                                "[1, 2048]")
                 continue
             # n_rows: the distinct rows of P log-spaced positions, recomputed here
             if r.get("n_rows") != len(probe_positions(r["seq_len"], P)):

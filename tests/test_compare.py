@@ -110,9 +110,9 @@ def breakdown(f):
         if np.isnan(pb["rows_min"][i]) or np.isnan(pb["rows_max"][i]):
             continue
         r = int(pb["row"][i])
-        key = "%s %s probe d=%d L=%d threads=%d rows=%d" % (
+        key = "%s %s probe d=%d L=%d threads=%d positions=%d" % (
             g["kernel"][r].decode(), g["dtype"][r].decode(), g["head_dim"][r],
-            g["seq_len"][r], g["threads"][r], g["n_rows"][r])
+            g["seq_len"][r], g["threads"][r], g.attrs.get("probe_positions", 128))
         cls = (key, int(pb["rows_min"][i]), int(pb["rows_max"][i]))
         if cls in out:
             continue
@@ -329,7 +329,8 @@ def main():
         g = fa["bench"]
         keys = [f"{g['kernel'][i].decode()} {g['dtype'][i].decode()} {g['bench'][i].decode()} "
                 f"d={g['head_dim'][i]} L={g['seq_len'][i]} threads={g['threads'][i]}"
-                + (f" rows={g['n_rows'][i]}" if g["bench"][i] == b"probe" else "")
+                + (f" positions={g.attrs.get('probe_positions', 128)}"
+                   if g["bench"][i] == b"probe" else "")
                 for i in range(len(g["kernel"]))]
         want = ("Timed differently (one file timed these rows call by call, another in "
                 "batches of calls, docs/bench.md: part of their time ratio is the method, "
@@ -514,6 +515,28 @@ def main():
                 not got.get("FMA peak, GFLOP/s (sum over ranks)", [""])[0].startswith(
                     f"{fma:.1f} (bench"):
             fail(f"bench-only files: Files and runs rows {got}")
+    # a probe of other positions (`bench --probe-rows 129`) is another shape: its rows are
+    # not set beside A's (which lacks the attribute: 128, as files from before it took),
+    # while the other rows still are; the same attribute, 128, matches them again
+    for pp, want_probe in ((129, False), (128, True)):
+        other = os.path.join(work, f"bench-only-positions-{pp}.h5")
+        shutil.copyfile(bo[0], other)
+        with h5py.File(other, "a") as f:
+            f["bench"].attrs["probe_positions"] = np.int64(pp)
+        out5 = os.path.join(work, f"out-bench-positions-{pp}")
+        p = subprocess.run([exe, "report", bo[0], other, "-o", out5], capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            fail(f"bench files of probe_positions 128 and {pp}: exit {p.returncode}: "
+                 f"{p.stderr}")
+            continue
+        _, rows = table(open(os.path.join(out5, "compare.md")).read(),
+                        "## Benchmark rows in every file")
+        keys = [html_mod.unescape(r[0]) for r in rows]
+        probe = [k for k in keys if " probe " in k]
+        if bool(probe) != want_probe or not any(" causal " in k for k in keys) or \
+                (want_probe and not all(k.endswith(" positions=128") for k in probe)):
+            fail(f"bench files of probe_positions 128 and {pp}: shared rows {keys}")
     # compare_results.py's usage errors: exit 2 and one line, never a silent default or a
     # traceback (an unknown --rtl compared at 1e-6 and exited 0)
     cr = os.path.join(HERE, "compare_results.py")
