@@ -27,12 +27,10 @@
 #define MIN_REP_S 0.01    /* --min-rep-time's default: a repetition of calls lasts this */
 #define MAX_CALLS (1 << 20) /* calls in one repetition, at most */
 /* The probe rows' shape: --probe-rows log-spaced query positions (default
- * PROBE_ROWS_DEFAULT, at most PROBE_ROWS_MAX), head_dim PROBE_D, against probe_keys(o)
- * keys (also the RoPE rows' count). PROBE_ROWS_MAX is the AVX-512 kernels' key-outer
- * limit (KO_ROWS in kernels/avx512/attn_fp32.c): up to that many distinct rows take the
- * probe order the row measures (and its breakdown); more would take the row order. */
+ * PROBE_ROWS_DEFAULT, at most RB_PROBE_ROWS_MAX: up to that many rows the AVX-512
+ * kernels take the key-outer order a probe row measures, and record its breakdown),
+ * head_dim PROBE_D, against probe_keys(o) keys (also the RoPE rows' count). */
 #define PROBE_ROWS_DEFAULT 128
-#define PROBE_ROWS_MAX 2048
 #define PROBE_D 128
 
 static const char *const known_kernels[] = {"ref", "blas", "avx512", "avx512_bf16"};
@@ -70,8 +68,6 @@ typedef struct {
     int head_dim;
     int64_t seq_len;    /* causal: L; probe: keys; rope: rows */
     int64_t n_rows;     /* query rows (causal L, probe count) or rotated rows */
-    int positions;      /* probe rows: the log-spaced positions asked for (--probe-rows),
-                         * of which n_rows are distinct; else 0 */
     int causal;
     int threads, reps, warmup;
     int64_t calls;       /* calls timed together in each repetition (measure) */
@@ -154,7 +150,7 @@ static void bench_usage(FILE *f)
             "only (as --kernels K would; both must agree); ROPEBENCH_HUGEPAGES=0 keeps arrays\n"
             "(and the triad's) off transparent huge pages; ROPEBENCH_BF16_AMX=0 keeps the\n"
             "avx512_bf16 kernel off AMX tiles where the CPU has them.\n",
-            REP_BUDGET_S, MIN_REP_S, PROBE_ROWS_MAX, PROBE_ROWS_DEFAULT);
+            REP_BUDGET_S, MIN_REP_S, RB_PROBE_ROWS_MAX, PROBE_ROWS_DEFAULT);
 }
 
 /* Parse a positive (or, with allow_zero, non-negative) integer option value, written
@@ -662,7 +658,7 @@ static void json_num(FILE *f, const char *key, double v, const char *fmt)
 }
 
 static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
-                      double min_rep_s, FILE *f)
+                      const bench_opts *o, FILE *f)
 {
     fprintf(f, "[\n");
     for (int i = 0; i < n; i++) {
@@ -681,8 +677,8 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         json_num(f, "gflops", r->gflops, "%.9g");
         json_num(f, "gbps", r->gbps, "%.9g");      /* null: causal rows */
         json_num(f, "overlap_ceiling", r->overlap_ceiling, "%.9g");
-        if (r->positions)
-            fprintf(f, "\"probe_positions\": %d, ", r->positions);
+        if (!strcmp(r->bench, "probe")) /* (of which n_rows are distinct) */
+            fprintf(f, "\"probe_positions\": %d, ", o->probe_rows);
         if (r->n_cls)
             json_breakdown(f, r);
         json_num(f, "peak_gflops", r->peak_gflops, "%.9g");
@@ -690,7 +686,7 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
         json_num(f, "fraction_of_peak", r->fraction, "%.9g");
         fprintf(f, "\"fraction_of\": \"%s\", \"triad_bytes_per_array\": %zu, "
                    "\"min_rep_time_s\": %.9g, \"peaks_implausible\": %s}%s\n",
-                isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes, min_rep_s,
+                isnan(r->gbps) ? "peak_gflops" : "triad_gbps", pk->triad_bytes, o->min_rep_s,
                 pk->implausible ? "true" : "false", i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
@@ -702,7 +698,7 @@ static int write_json(const bench_row *rows, int n, const bench_peaks *pk,
  * an earlier file at path as it was (a symbolic link at path is replaced, not
  * followed), says so in one line with the cause, and returns -1. */
 static int write_json_file(const char *path, const bench_row *rows, int n,
-                           const bench_peaks *pk, double min_rep_s)
+                           const bench_peaks *pk, const bench_opts *o)
 {
     char tmp[4200]; /* (PATH_MAX 4096 and the suffix) */
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
@@ -710,7 +706,7 @@ static int write_json_file(const char *path, const bench_row *rows, int n,
     int e = errno, bad = !f;
     if (f) {
         errno = 0;
-        write_json(rows, n, pk, min_rep_s, f);
+        write_json(rows, n, pk, o, f);
         bad = fflush(f) != 0 || ferror(f);
         e = errno;
         if (fclose(f) != 0 && !bad) {
@@ -1281,7 +1277,6 @@ static int run_rows(const bench_opts *o, const bench_peaks *pk, row_list *rl)
                     if (!th) continue;
                     bench_row *r = row_new(rl, &o->kernels[kk], "probe", d, n_keys, nq, 1, th);
                     if (!r) { rc = RB_ENOMEM; break; }
-                    r->positions = P;
                     progress(o, ++idx, total, r);
                     rb_kernels_set_threads(r->threads);
                     /* (the breakdown's timers are in the AVX-512 kernels alone: no
@@ -1464,7 +1459,7 @@ int rb_cmd_bench(int argc, char **argv)
             }
             break;
         case O_PROWS:
-            if (parse_count("--probe-rows", optarg, 0, PROBE_ROWS_MAX, &o.probe_rows)) {
+            if (parse_count("--probe-rows", optarg, 0, RB_PROBE_ROWS_MAX, &o.probe_rows)) {
                 code = RB_EXIT_USAGE;
                 goto cleanup;
             }
@@ -1801,7 +1796,7 @@ int rb_cmd_bench(int argc, char **argv)
         fflush(stdout);
     }
     /* (a JSON that cannot be written does not keep the rows from -o) */
-    if (o.json && write_json_file(o.json, rl.rows, rl.n, &pk, o.min_rep_s))
+    if (o.json && write_json_file(o.json, rl.rows, rl.n, &pk, &o))
         code = RB_EXIT_FAIL;
     int abandoned = 0, created = 0, wrc = 0;
     if (o.out) {

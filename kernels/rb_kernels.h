@@ -443,6 +443,11 @@ typedef struct {
     int64_t call_count;
 } rb_probe_profile;
 
+/* RB_PROBE_ROWS_MAX: the most query rows for which the AVX-512 kernels' probe forms
+ * take the key-outer order (K and V streamed once for all rows) whatever the keys; more
+ * rows take their row order. */
+#define RB_PROBE_ROWS_MAX 2048
+
 /* rb_probe_profile_set: the calls of the AVX-512 kernels that take the key-outer order
  * (rb_attn_tile_avx512 and the avx512_bf16 kernel on few rows against many keys, their
  * probe forms on up to 2,048 rows whatever the keys) add to *p from now on; NULL stops

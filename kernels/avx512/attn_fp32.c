@@ -30,8 +30,8 @@
 #define BR 96
 /* key-outer order (the probe): at most this many query rows (their fp32 state, 1 MiB at
  * d = 128, and their scores for one block stay in L2); block_rows_run takes at most
- * this many rows at once */
-#define KO_ROWS 2048
+ * this many rows at once (rb_kernels.h) */
+#define KO_ROWS RB_PROBE_ROWS_MAX
 /* key-outer schedule (ko_schedule): KO_KAPPA is the visible (row, key) pairs whose
  * arithmetic takes about as long as streaming one key's K and V rows on one core; a
  * block's work prefetches nr * cnt / KO_KAPPA keys' lines of the blocks after it, and
@@ -658,7 +658,7 @@ static void kblock_pack_bf16(const float *k, const float *v, int64_t c0, int cnt
     for (int c = 0; c < BC; c++) {
         if (c % 16 == 0)
             pf_step(pf);
-        if (c == BC / 2 && v)
+        if (c == BC / 2) /* (vbytes 0 without V) */
             l1_prefetch(vb, vbytes / 2);
         uint32_t *dst = kr2 + (size_t)c * (size_t)np;
         if (c < cnt)
